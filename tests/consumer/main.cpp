@@ -1,0 +1,18 @@
+// Uses the installed package through the umbrella header and checks one
+// distance, so a broken install fails loudly rather than merely compiling.
+#include <synattn/synattn.hpp>
+
+#include <cstdint>
+#include <iostream>
+
+int main() {
+  // 0 <- 1 -> 2: word 1 is the root.
+  const synattn::DependencyTree tree({1, -1, 1});
+  const std::vector<int>& depth = tree.depth();
+  if (depth[0] != 1 || depth[1] != 0 || depth[2] != 1) {
+    std::cerr << "consumer: wrong depths\n";
+    return 1;
+  }
+  std::cout << "consumer: synattn " << SYNATTN_VERSION_STRING << " ok\n";
+  return 0;
+}

@@ -1,0 +1,24 @@
+# Installs synattn into a scratch prefix, then configures, builds and runs
+# tests/consumer against it with find_package(synattn).
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGV}\n${out}\n${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+set(prefix "${WORK_DIR}/prefix")
+run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/synattn-build" -G "${GENERATOR}"
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${prefix}
+    -DSYNATTN_BUILD_TESTS=OFF -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_BUILD_BENCH=OFF
+    -DSYNATTN_INSTALL=ON)
+run("${CMAKE_COMMAND}" --install "${WORK_DIR}/synattn-build")
+run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consumer-build"
+    -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    -DCMAKE_PREFIX_PATH=${prefix})
+run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-build")
+run("${WORK_DIR}/consumer-build/consumer")
