@@ -1,0 +1,266 @@
+// synattn — distance bucketing (SPEC §3): linear clamp, log (T5-style) and
+// directed 2-D buckets, from distance blocks to bucket blocks in one pass.
+#ifndef SYNATTN_BIAS_BUCKETING_HPP
+#define SYNATTN_BIAS_BUCKETING_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+
+namespace synattn {
+
+enum class BucketKind { Linear, Log, Directed };
+
+inline const char* bucket_kind_name(BucketKind kind) {
+  switch (kind) {
+    case BucketKind::Linear: return "linear";
+    case BucketKind::Log: return "log";
+    case BucketKind::Directed: return "directed";
+  }
+  return "?";
+}
+
+// Distance values that are not distances.
+constexpr int kPaddingDistance = -1;  // not a word: the pair is masked
+constexpr int kSpecialDistance = -2;  // special token ([CLS], <s>): the extra bucket
+constexpr int kPaddingBucket = -1;
+
+// How distances map to bucket indices. Construct with linear(), log() or
+// directed(); validate() runs in every factory, so a Bucketing is always sane.
+class Bucketing {
+ public:
+  // bucket(d) = min(d, M); M + 1 buckets.
+  static Bucketing linear(int max_distance = 10, bool special_bucket = false) {
+    Bucketing b(BucketKind::Linear, max_distance, max_distance + 1, 0, special_bucket);
+    return b;
+  }
+  // bucket(d) = d for d < E, else min(B-1, E + floor(ln(d/E) / ln(M/E) * (B-E))).
+  // exact = -1 means the default B/2.
+  static Bucketing log(int num_buckets, int max_distance, int exact = -1,
+                       bool special_bucket = false) {
+    return Bucketing(BucketKind::Log, max_distance, num_buckets,
+                     exact < 0 ? num_buckets / 2 : exact, special_bucket);
+  }
+  // bucket(up, down) = min(up, M) * (M + 1) + min(down, M); (M + 1)^2 buckets.
+  static Bucketing directed(int max_distance = 10, bool special_bucket = false) {
+    return Bucketing(BucketKind::Directed, max_distance, (max_distance + 1) * (max_distance + 1), 0,
+                     special_bucket);
+  }
+
+  BucketKind kind() const noexcept { return kind_; }
+  int max_distance() const noexcept { return max_distance_; }
+  int exact() const noexcept { return exact_; }
+  bool special_bucket() const noexcept { return special_; }
+  // Buckets that distances map to (excluding the special one).
+  int distance_buckets() const noexcept { return buckets_; }
+  // Size of the bias table: distance buckets plus the special bucket if enabled.
+  int num_buckets() const noexcept { return buckets_ + (special_ ? 1 : 0); }
+  // Index of the special-token bucket (only meaningful when enabled).
+  int special_index() const noexcept { return buckets_; }
+  // The largest distance this bucketing tells apart: every d >= it shares the
+  // last bucket. Cross-tree pairs in a forest default to it (SPEC §2).
+  int cross_distance() const noexcept { return max_distance_; }
+  // The smallest distance from which every larger one shares the last bucket.
+  int saturation_distance() const noexcept {
+    if (kind_ == BucketKind::Log) return exact_ + static_cast<int>(log_table_.size()) - 1;
+    return max_distance_;
+  }
+
+  // Bucket of an undirected distance d (Linear, Log). d = -1 -> -1 (masked);
+  // d = -2 -> the special bucket (or an Error if it is disabled).
+  int bucket(int d) const {
+    if (d >= 0) return bucket_nonnegative(d);
+    return negative_bucket(d);
+  }
+  // Bucket of a directed pair (Directed). Negative up/down follow bucket(d).
+  int bucket(int up, int down) const {
+    if (up >= 0 && down >= 0) return directed_bucket(up, down);
+    return negative_bucket(up < 0 ? up : down);
+  }
+
+  // Buckets for d >= 0 (no checks; the hot loop calls this).
+  int bucket_nonnegative(int d) const noexcept {
+    if (kind_ == BucketKind::Linear) return d < max_distance_ ? d : max_distance_;
+    return d < exact_ ? d : log_table_at(d);
+  }
+  int directed_bucket(int up, int down) const noexcept {
+    const int u = up < max_distance_ ? up : max_distance_;
+    const int w = down < max_distance_ ? down : max_distance_;
+    return u * (max_distance_ + 1) + w;
+  }
+
+  std::string describe() const {
+    std::string s = bucket_kind_name(kind_);
+    s += " (M=" + std::to_string(max_distance_);
+    if (kind_ == BucketKind::Log) s += ", B=" + std::to_string(buckets_) + ", E=" + std::to_string(exact_);
+    s += ", " + std::to_string(num_buckets()) + " buckets";
+    if (special_) s += " incl. special";
+    return s + ")";
+  }
+
+ private:
+  Bucketing(BucketKind kind, int max_distance, int buckets, int exact, bool special)
+      : kind_(kind), max_distance_(max_distance), buckets_(buckets), exact_(exact), special_(special) {
+    validate();
+    if (kind_ == BucketKind::Log) build_log_table();
+  }
+
+  void validate() const {
+    const std::string what = std::string(bucket_kind_name(kind_)) + " bucketing: ";
+    if (max_distance_ < 0)
+      throw Error(what + "max_distance must be >= 0, got " + std::to_string(max_distance_));
+    if (kind_ == BucketKind::Directed && max_distance_ > 10)
+      throw Error(what + "max_distance must be <= 10 so that (M+1)^2 + 1 buckets fit int8, got " +
+                  std::to_string(max_distance_));
+    if (kind_ == BucketKind::Linear && max_distance_ > 126)
+      throw Error(what + "max_distance must be <= 126 so that M + 2 buckets fit int8, got " +
+                  std::to_string(max_distance_));
+    if (kind_ == BucketKind::Log && max_distance_ > (1 << 20))
+      throw Error(what + "max_distance must be <= 2^20, got " + std::to_string(max_distance_));
+    if (kind_ == BucketKind::Log) {
+      if (buckets_ < 2 || buckets_ > 127)
+        throw Error(what + "num_buckets must be in [2, 127], got " + std::to_string(buckets_));
+      if (exact_ < 1 || exact_ >= buckets_)
+        throw Error(what + "exact must be in [1, num_buckets), got " + std::to_string(exact_));
+      if (max_distance_ <= exact_)
+        throw Error(what + "max_distance must be > exact (" + std::to_string(exact_) + "), got " +
+                    std::to_string(max_distance_));
+    }
+  }
+
+  int negative_bucket(int d) const {
+    if (d == kPaddingDistance) return kPaddingBucket;
+    if (d == kSpecialDistance) {
+      if (!special_)
+        throw Error("distance -2 (special token) but the special bucket is not enabled in " +
+                    describe());
+      return buckets_;
+    }
+    throw Error("distance " + std::to_string(d) + " is invalid: expected >= 0, -1 (padding) or -2 (special)");
+  }
+
+  // The log formula is evaluated once per distance up to the saturation point
+  // and looked up afterwards: the hot loop then never calls std::log, and the
+  // result is bit-for-bit the formula's (same double arithmetic as SPEC §3).
+  void build_log_table() {
+    log_table_.clear();
+    const double e = exact_, span = std::log(static_cast<double>(max_distance_) / e);
+    for (int d = exact_;; ++d) {
+      const double v = e + std::floor(std::log(d / e) / span * (buckets_ - exact_));
+      const int b = v >= buckets_ - 1 ? buckets_ - 1 : static_cast<int>(v);
+      log_table_.push_back(static_cast<std::int8_t>(b));
+      if (b == buckets_ - 1) break;
+    }
+  }
+  int log_table_at(int d) const noexcept {
+    const std::size_t k = static_cast<std::size_t>(d - exact_);
+    return k < log_table_.size() ? log_table_[k] : buckets_ - 1;
+  }
+
+  BucketKind kind_;
+  int max_distance_;
+  int buckets_;
+  int exact_;
+  bool special_;
+  std::vector<std::int8_t> log_table_;
+};
+
+namespace detail {
+template <class D, class B>
+void check_block_shapes(const char* fn, Eigen::Index dr, Eigen::Index dc, Eigen::Index br,
+                        Eigen::Index bc) {
+  if (dr != br || dc != bc)
+    throw Error(std::string(fn) + ": output is " + std::to_string(br) + "x" + std::to_string(bc) +
+                " but distances are " + std::to_string(dr) + "x" + std::to_string(dc));
+  static_assert(std::is_integral<D>::value && std::is_signed<D>::value, "distances are signed integers");
+  static_assert(std::is_integral<B>::value && std::is_signed<B>::value, "buckets are signed integers");
+}
+}  // namespace detail
+
+// Maps a distance block (any shape; a batch is (batch*n, n)) to buckets with
+// a Linear or Log bucketing. -1 stays -1; -2 goes to the special bucket.
+// Throws on a Directed bucketing, on other negative values, and on bucket
+// counts that do not fit the output type.
+template <class D, class B>
+void bucketize(const Bucketing& bucketing,
+               const Eigen::Ref<const RowMajorMatrix<D>>& distances,
+               Eigen::Ref<RowMajorMatrix<B>> buckets) {
+  detail::check_block_shapes<D, B>("bucketize", distances.rows(), distances.cols(), buckets.rows(),
+                                   buckets.cols());
+  if (bucketing.kind() == BucketKind::Directed)
+    throw Error("bucketize: directed bucketing needs up and down distances (use bucketize_directed)");
+  if (bucketing.num_buckets() - 1 > std::numeric_limits<B>::max())
+    throw Error("bucketize: " + bucketing.describe() + " does not fit the output integer type");
+  // A lookup table covers every non-negative value of small distance types,
+  // so the inner loop is one load per cell with no branches on the kind.
+  const int saturate = bucketing.saturation_distance();
+  std::vector<B> table(static_cast<std::size_t>(saturate) + 1);
+  for (int d = 0; d <= saturate; ++d) table[static_cast<std::size_t>(d)] = static_cast<B>(bucketing.bucket_nonnegative(d));
+  const B last = table.back();
+  const B special = static_cast<B>(bucketing.special_bucket() ? bucketing.special_index() : -3);
+  for (Eigen::Index r = 0; r < distances.rows(); ++r) {
+    const D* in = distances.row(r).data();
+    B* out = buckets.row(r).data();
+    for (Eigen::Index c = 0; c < distances.cols(); ++c) {
+      const D d = in[c];
+      if (d >= 0) {
+        out[c] = static_cast<long long>(d) <= saturate ? table[static_cast<std::size_t>(d)] : last;
+      } else if (d == kPaddingDistance) {
+        out[c] = static_cast<B>(kPaddingBucket);
+      } else if (d == kSpecialDistance && bucketing.special_bucket()) {
+        out[c] = special;
+      } else {
+        (void)bucketing.bucket(static_cast<int>(d));  // throws the precise error
+        throw Error("bucketize: invalid distance " + std::to_string(static_cast<long long>(d)) +
+                    " at row " + std::to_string(r) + ", column " + std::to_string(c));
+      }
+    }
+  }
+}
+
+// Directed buckets from up/down blocks of equal shape.
+template <class D, class B>
+void bucketize_directed(const Bucketing& bucketing,
+                        const Eigen::Ref<const RowMajorMatrix<D>>& up,
+                        const Eigen::Ref<const RowMajorMatrix<D>>& down,
+                        Eigen::Ref<RowMajorMatrix<B>> buckets) {
+  detail::check_block_shapes<D, B>("bucketize_directed", up.rows(), up.cols(), buckets.rows(),
+                                   buckets.cols());
+  detail::check_block_shapes<D, B>("bucketize_directed", up.rows(), up.cols(), down.rows(),
+                                   down.cols());
+  if (bucketing.kind() != BucketKind::Directed)
+    throw Error("bucketize_directed: needs a directed bucketing, got " + bucketing.describe());
+  if (bucketing.num_buckets() - 1 > std::numeric_limits<B>::max())
+    throw Error("bucketize_directed: " + bucketing.describe() + " does not fit the output integer type");
+  const int m = bucketing.max_distance();
+  for (Eigen::Index r = 0; r < up.rows(); ++r) {
+    const D* u = up.row(r).data();
+    const D* w = down.row(r).data();
+    B* out = buckets.row(r).data();
+    for (Eigen::Index c = 0; c < up.cols(); ++c) {
+      if (u[c] >= 0 && w[c] >= 0) {
+        const int uu = u[c] < m ? static_cast<int>(u[c]) : m;
+        const int ww = w[c] < m ? static_cast<int>(w[c]) : m;
+        out[c] = static_cast<B>(uu * (m + 1) + ww);
+      } else if (u[c] == w[c]) {
+        out[c] = static_cast<B>(bucketing.bucket(static_cast<int>(u[c])));
+      } else {
+        throw Error("bucketize_directed: inconsistent pair up=" + std::to_string(static_cast<long long>(u[c])) +
+                    ", down=" + std::to_string(static_cast<long long>(w[c])) + " at row " +
+                    std::to_string(r) + ", column " + std::to_string(c));
+      }
+    }
+  }
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_BIAS_BUCKETING_HPP
