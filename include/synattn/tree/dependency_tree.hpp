@@ -4,6 +4,7 @@
 #ifndef SYNATTN_TREE_DEPENDENCY_TREE_HPP
 #define SYNATTN_TREE_DEPENDENCY_TREE_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -79,6 +80,17 @@ class DependencyTree {
   // then subtree ranges can be addressed in word order without permuting.
   bool is_projective() const noexcept { return projective_; }
 
+  // The word-order intervals [first, second) that together hold the subtree
+  // of `word`, sorted and coalesced: one interval each when projective. For a
+  // root, they are its tree's words. Distance kernels stream over these.
+  using Interval = std::pair<int, int>;
+  const Interval* intervals_begin(int word) const {
+    return intervals_.data() + interval_offset_[static_cast<std::size_t>(word)];
+  }
+  const Interval* intervals_end(int word) const {
+    return intervals_.data() + interval_offset_[static_cast<std::size_t>(word) + 1];
+  }
+
  private:
   void build() {
     const std::size_t n = heads_.size();
@@ -140,6 +152,47 @@ class DependencyTree {
     projective_ = true;
     for (std::size_t i = 0; i < n && projective_; ++i)
       projective_ = hi[i] - lo[i] + 1 == subtree_size_[i];
+
+    interval_offset_.assign(n + 1, 0);
+    if (projective_) {
+      intervals_.resize(n);
+      for (std::size_t w = 0; w < n; ++w) {
+        interval_offset_[w + 1] = static_cast<int>(w + 1);
+        intervals_[w] = {lo[w], hi[w] + 1};
+      }
+    } else {
+      merge_intervals_bottom_up();
+    }
+  }
+
+  // Non-projective: each subtree's list is its own word merged with its
+  // children's lists, children first (reverse preorder). Memory is the sum
+  // of the list lengths, which is what the distance kernels walk anyway.
+  void merge_intervals_bottom_up() {
+    const std::size_t n = heads_.size();
+    std::vector<std::vector<Interval>> lists(n);
+    std::vector<Interval> merged;
+    for (std::size_t k = n; k-- > 0;) {
+      const int w = preorder_[k];
+      merged.assign(1, {w, w + 1});
+      for (const int* c = children_begin(w); c != children_end(w); ++c) {
+        const auto& child = lists[static_cast<std::size_t>(*c)];
+        merged.insert(merged.end(), child.begin(), child.end());
+      }
+      std::sort(merged.begin(), merged.end());
+      auto& mine = lists[static_cast<std::size_t>(w)];
+      for (const auto& iv : merged) {
+        if (!mine.empty() && mine.back().second >= iv.first)
+          mine.back().second = std::max(mine.back().second, iv.second);
+        else
+          mine.push_back(iv);
+      }
+    }
+    intervals_.clear();
+    for (std::size_t w = 0; w < n; ++w) {
+      intervals_.insert(intervals_.end(), lists[w].begin(), lists[w].end());
+      interval_offset_[w + 1] = static_cast<int>(intervals_.size());
+    }
   }
 
   std::vector<int> heads_;
@@ -147,6 +200,8 @@ class DependencyTree {
   std::string sentence_;
   std::vector<int> roots_, tree_of_, depth_, preorder_, position_, subtree_size_;
   std::vector<int> child_offset_{0}, child_list_;
+  std::vector<int> interval_offset_{0};
+  std::vector<Interval> intervals_;
   bool projective_ = true;
 };
 

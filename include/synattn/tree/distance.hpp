@@ -4,10 +4,11 @@
 //   dist(c, j) = dist(p, j) + 1   for j outside subtree(c),
 //   dist(c, j) = dist(p, j) - 1   for j inside subtree(c),
 // and in directed form up(c, j) = up(p, j) + 1 / 0 and down(c, j) =
-// down(p, j) / down(p, j) - 1. Each row is then a few streaming passes over
-// contiguous word-order intervals: one interval per subtree when the tree is
-// projective (most real sentences), a few when it is not. No per-pair walk
-// up the tree, no LCA query, no permutation of the output.
+// down(p, j) / down(p, j) - 1. Each row is then one streaming pass plus a
+// fix-up over c's subtree, held as word-order intervals by DependencyTree:
+// one interval per subtree when the tree is projective (most real
+// sentences), a few when it is not. No per-pair walk up the tree, no LCA
+// query, no permutation of the output.
 #ifndef SYNATTN_TREE_DISTANCE_HPP
 #define SYNATTN_TREE_DISTANCE_HPP
 
@@ -24,79 +25,6 @@
 
 namespace synattn {
 
-// Word-order intervals [lo, hi) that together hold each word's subtree, in
-// CSR form, sorted and coalesced.
-class SubtreeIntervals {
- public:
-  explicit SubtreeIntervals(const DependencyTree& tree) {
-    const int n = tree.size();
-    offset_.assign(static_cast<std::size_t>(n) + 1, 0);
-    if (tree.is_projective()) {
-      // One interval each: [first word, last word + 1) of the subtree.
-      std::vector<int> lo(static_cast<std::size_t>(n)), hi(static_cast<std::size_t>(n));
-      for (int w = 0; w < n; ++w) lo[static_cast<std::size_t>(w)] = hi[static_cast<std::size_t>(w)] = w;
-      for (int k = n - 1; k >= 0; --k) {
-        const int w = tree.preorder()[static_cast<std::size_t>(k)];
-        const int h = tree.head(w);
-        if (h < 0) continue;
-        const auto hs = static_cast<std::size_t>(h), ws = static_cast<std::size_t>(w);
-        lo[hs] = std::min(lo[hs], lo[ws]);
-        hi[hs] = std::max(hi[hs], hi[ws]);
-      }
-      intervals_.resize(static_cast<std::size_t>(n));
-      for (int w = 0; w < n; ++w) {
-        offset_[static_cast<std::size_t>(w) + 1] = w + 1;
-        intervals_[static_cast<std::size_t>(w)] = {lo[static_cast<std::size_t>(w)], hi[static_cast<std::size_t>(w)] + 1};
-      }
-      return;
-    }
-    merge_bottom_up(tree);
-  }
-
-  const std::pair<int, int>* begin(int w) const {
-    return intervals_.data() + offset_[static_cast<std::size_t>(w)];
-  }
-  const std::pair<int, int>* end(int w) const {
-    return intervals_.data() + offset_[static_cast<std::size_t>(w) + 1];
-  }
-  std::size_t total() const { return intervals_.size(); }
-
- private:
-  // Non-projective trees: each subtree's list is its own word merged with its
-  // children's lists, children first (reverse preorder). Memory is the sum
-  // of the list lengths, which is what the distance kernel walks anyway.
-  void merge_bottom_up(const DependencyTree& tree) {
-    const int n = tree.size();
-    std::vector<std::vector<std::pair<int, int>>> lists(static_cast<std::size_t>(n));
-    std::vector<std::pair<int, int>> merged;
-    for (int k = n - 1; k >= 0; --k) {
-      const int w = tree.preorder()[static_cast<std::size_t>(k)];
-      merged.assign(1, {w, w + 1});
-      for (const int* c = tree.children_begin(w); c != tree.children_end(w); ++c) {
-        const auto& child = lists[static_cast<std::size_t>(*c)];
-        merged.insert(merged.end(), child.begin(), child.end());
-      }
-      std::sort(merged.begin(), merged.end());
-      auto& mine = lists[static_cast<std::size_t>(w)];
-      for (const auto& iv : merged) {
-        if (!mine.empty() && mine.back().second >= iv.first)
-          mine.back().second = std::max(mine.back().second, iv.second);
-        else
-          mine.push_back(iv);
-      }
-    }
-    intervals_.clear();
-    for (int w = 0; w < n; ++w) {
-      const auto& l = lists[static_cast<std::size_t>(w)];
-      intervals_.insert(intervals_.end(), l.begin(), l.end());
-      offset_[static_cast<std::size_t>(w) + 1] = static_cast<int>(intervals_.size());
-    }
-  }
-
-  std::vector<int> offset_;
-  std::vector<std::pair<int, int>> intervals_;
-};
-
 namespace detail {
 
 template <class T>
@@ -112,6 +40,10 @@ inline void add_range(W* __restrict dst, const W* __restrict src, int lo, int hi
   for (int j = lo; j < hi; ++j) dst[j] = static_cast<W>(src[j] + delta);
 }
 template <class W>
+inline void add_in_place(W* dst, int lo, int hi, W delta) {
+  for (int j = lo; j < hi; ++j) dst[j] = static_cast<W>(dst[j] + delta);
+}
+template <class W>
 inline void copy_range(W* __restrict dst, const W* __restrict src, int lo, int hi) {
   std::copy(src + lo, src + hi, dst + lo);
 }
@@ -120,11 +52,47 @@ inline void fill_range(W* dst, int lo, int hi, W value) {
   std::fill(dst + lo, dst + hi, value);
 }
 
-// Writes rows of the distance matrix in preorder into `rows` (n rows of
-// `stride` elements of W). W must hold every value that occurs.
+// Each row is one full-width pass over the parent's row, then short fix-ups
+// on c's subtree intervals (a few words on average: the mean depth). Full
+// rows keep the vector loops free of the scalar head/tail code that short
+// segments would need; in a forest the cells outside c's tree, which the
+// full pass got wrong, are refilled with `cross` by memset-speed fills.
+//   row = parent + 1;  forest: row[outside c's tree] = cross;  row[subtree] -= 2
+
+// The single word-order span of c's tree, or null when that tree is split
+// into several intervals (an interleaved forest).
+inline const DependencyTree::Interval* contiguous_tree_span(const DependencyTree& tree, int c) {
+  const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
+  const auto* first = tree.intervals_begin(root);
+  return first + 1 == tree.intervals_end(root) ? first : nullptr;
+}
+
+// dst = src + delta on [lo, hi), in whole 16-element chunks that may run
+// past hi (but not past n): sentences are short, and a fixed-width chunk is
+// one vector instruction where a loop of 20 bytes would be mostly scalar
+// tail. The caller overwrites [hi, n) afterwards.
 template <class W>
-void undirected_rows(const DependencyTree& tree, const SubtreeIntervals& spans, W* rows,
-                     Index stride, W cross) {
+inline void add_span_padded(W* __restrict dst, const W* __restrict src, int lo, int hi, int n, W delta) {
+  constexpr int kChunk = 16;
+  int j = lo;
+  for (; j < hi && j + kChunk <= n; j += kChunk)
+    for (int q = 0; q < kChunk; ++q) dst[j + q] = static_cast<W>(src[j + q] + delta);
+  for (; j < hi; ++j) dst[j] = static_cast<W>(src[j] + delta);
+}
+
+// Fills the cells of `row` outside the tree that holds word c with `cross`.
+template <class W>
+inline void restore_cross(const DependencyTree& tree, int c, W* row, W cross) {
+  const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
+  int at = 0;
+  for (auto t = tree.intervals_begin(root); t != tree.intervals_end(root); ++t) {
+    fill_range(row, at, t->first, cross);
+    at = t->second;
+  }
+  fill_range(row, at, tree.size(), cross);
+}
+template <class W>
+void undirected_rows(const DependencyTree& tree, W* rows, Index stride, W cross) {
   const int n = tree.size();
   const bool single = tree.num_trees() == 1;
   const std::vector<int>& depth = tree.depth();
@@ -132,37 +100,35 @@ void undirected_rows(const DependencyTree& tree, const SubtreeIntervals& spans, 
     const int c = tree.preorder()[static_cast<std::size_t>(k)];
     W* row = rows + static_cast<Index>(c) * stride;
     const int p = tree.head(c);
-    const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
     if (p < 0) {
       if (!single) fill_range(row, 0, n, cross);
-      for (auto it = spans.begin(c); it != spans.end(c); ++it)
+      for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it)
         for (int j = it->first; j < it->second; ++j)
           row[j] = static_cast<W>(depth[static_cast<std::size_t>(j)]);
       continue;
     }
     const W* parent = rows + static_cast<Index>(p) * stride;
-    // Outside c's tree: the parent's cross values. Inside: +1 off c's
-    // subtree, -1 on it. Walk the tree's intervals and c's intervals together.
-    int at = 0;
-    const auto* sub = spans.begin(c);
-    for (auto t = spans.begin(root); t != spans.end(root); ++t) {
-      if (!single) copy_range(row, parent, at, t->first);
-      at = t->first;
-      for (; sub != spans.end(c) && sub->first < t->second; ++sub) {
-        add_range<W>(row, parent, at, sub->first, W(1));
-        add_range<W>(row, parent, sub->first, sub->second, W(-1));
-        at = sub->second;
-      }
-      add_range<W>(row, parent, at, t->second, W(1));
-      at = t->second;
+    const DependencyTree::Interval* span = single ? nullptr : contiguous_tree_span(tree, c);
+    if (span) {
+      // c's tree is one span [a, b) of a packed forest: only the span is
+      // computed; outside it the row is cross-tree pairs.
+      add_span_padded<W>(row, parent, span->first, span->second, n, W(1));
+      fill_range(row, span->second, n, cross);  // also overwrites the padding
+      fill_range(row, 0, span->first, cross);
+    } else {
+      add_range<W>(row, parent, 0, n, W(1));
+      if (!single) restore_cross(tree, c, row, cross);
     }
-    if (!single) copy_range(row, parent, at, n);
+    for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s)
+      add_in_place<W>(row, s->first, s->second, W(-2));
   }
 }
 
+//   up = up_p + 1;  forest: up[outside c's tree] = cross;  up[subtree] = 0
+//   down = down_p;                                        down[subtree] -= 1
 template <class W>
-void directed_rows(const DependencyTree& tree, const SubtreeIntervals& spans, W* up, W* down,
-                   Index up_stride, Index down_stride, W cross) {
+void directed_rows(const DependencyTree& tree, W* up, W* down, Index up_stride, Index down_stride,
+                   W cross) {
   const int n = tree.size();
   const bool single = tree.num_trees() == 1;
   const std::vector<int>& depth = tree.depth();
@@ -171,43 +137,26 @@ void directed_rows(const DependencyTree& tree, const SubtreeIntervals& spans, W*
     W* urow = up + static_cast<Index>(c) * up_stride;
     W* drow = down + static_cast<Index>(c) * down_stride;
     const int p = tree.head(c);
-    const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
     if (p < 0) {
       if (!single) {
         fill_range(urow, 0, n, cross);
         fill_range(drow, 0, n, cross);
       }
-      for (auto it = spans.begin(c); it != spans.end(c); ++it)
+      for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it)
         for (int j = it->first; j < it->second; ++j) {
           urow[j] = W(0);
           drow[j] = static_cast<W>(depth[static_cast<std::size_t>(j)]);
         }
       continue;
     }
-    const W* uparent = up + static_cast<Index>(p) * up_stride;
-    const W* dparent = down + static_cast<Index>(p) * down_stride;
-    int at = 0;
-    const auto* sub = spans.begin(c);
-    for (auto t = spans.begin(root); t != spans.end(root); ++t) {
-      if (!single) {
-        copy_range(urow, uparent, at, t->first);
-        copy_range(drow, dparent, at, t->first);
-      }
-      at = t->first;
-      for (; sub != spans.end(c) && sub->first < t->second; ++sub) {
-        add_range<W>(urow, uparent, at, sub->first, W(1));
-        copy_range(drow, dparent, at, sub->first);
-        fill_range(urow, sub->first, sub->second, W(0));
-        add_range<W>(drow, dparent, sub->first, sub->second, W(-1));
-        at = sub->second;
-      }
-      add_range<W>(urow, uparent, at, t->second, W(1));
-      copy_range(drow, dparent, at, t->second);
-      at = t->second;
-    }
-    if (!single) {
-      copy_range(urow, uparent, at, n);
-      copy_range(drow, dparent, at, n);
+    // Cells outside c's tree are copied from the parent's row, which already
+    // holds `cross` there; only `up` needs them refilled after its +1.
+    copy_range(drow, down + static_cast<Index>(p) * down_stride, 0, n);
+    add_range<W>(urow, up + static_cast<Index>(p) * up_stride, 0, n, W(1));
+    if (!single) restore_cross(tree, c, urow, cross);
+    for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s) {
+      fill_range(urow, s->first, s->second, W(0));
+      add_in_place<W>(drow, s->first, s->second, W(-1));
     }
   }
 }
@@ -247,16 +196,15 @@ void pairwise_distances(const DependencyTree& tree, Eigen::Ref<RowMajorMatrix<T>
   if (cross_distance < 0)
     throw Error("pairwise_distances: cross_distance must be >= 0, got " + std::to_string(cross_distance));
   if (n == 0) return;
-  const SubtreeIntervals spans(tree);
   // Every distance is at most twice the height, so the recurrence runs in T
   // itself unless T could saturate (deep trees), where it needs exact values.
   if (2LL * detail::max_depth(tree) <= std::numeric_limits<T>::max()) {
-    detail::undirected_rows<T>(tree, spans, out.data(), out.outerStride(),
+    detail::undirected_rows<T>(tree, out.data(), out.outerStride(),
                                detail::saturate_to<T>(cross_distance));
     return;
   }
   RowMajorMatrix<std::int32_t> wide(n, n);
-  detail::undirected_rows<std::int32_t>(tree, spans, wide.data(), wide.outerStride(),
+  detail::undirected_rows<std::int32_t>(tree, wide.data(), wide.outerStride(),
                                         detail::saturate_to<std::int32_t>(cross_distance));
   detail::saturating_copy<T>(wide, out);
 }
@@ -274,14 +222,13 @@ void directed_distances(const DependencyTree& tree, Eigen::Ref<RowMajorMatrix<T>
   if (cross_distance < 0)
     throw Error("directed_distances: cross_distance must be >= 0, got " + std::to_string(cross_distance));
   if (n == 0) return;
-  const SubtreeIntervals spans(tree);
   if (detail::max_depth(tree) <= std::numeric_limits<T>::max()) {
-    detail::directed_rows<T>(tree, spans, up.data(), down.data(), up.outerStride(),
+    detail::directed_rows<T>(tree, up.data(), down.data(), up.outerStride(),
                              down.outerStride(), detail::saturate_to<T>(cross_distance));
     return;
   }
   RowMajorMatrix<std::int32_t> wide_up(n, n), wide_down(n, n);
-  detail::directed_rows<std::int32_t>(tree, spans, wide_up.data(), wide_down.data(),
+  detail::directed_rows<std::int32_t>(tree, wide_up.data(), wide_down.data(),
                                       wide_up.outerStride(), wide_down.outerStride(),
                                       detail::saturate_to<std::int32_t>(cross_distance));
   detail::saturating_copy<T>(wide_up, up);
