@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what synattn needs to build its tests, examples and benchmarks on
+# Debian (run as root, or with sudo available). Does nothing when everything
+# is already there, so it is cheap to run before every build.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev)
+# The fuzz preset needs clang with libFuzzer and its sanitizer runtimes.
+if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
+  packages+=(clang libclang-rt-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+echo "install-deps: installing ${missing[*]}" >&2
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
