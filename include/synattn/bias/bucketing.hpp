@@ -14,6 +14,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../special_values.hpp"
 
 namespace synattn {
 
@@ -27,11 +28,6 @@ inline const char* bucket_kind_name(BucketKind kind) {
   }
   return "?";
 }
-
-// Distance values that are not distances.
-constexpr int kPaddingDistance = -1;  // not a word: the pair is masked
-constexpr int kSpecialDistance = -2;  // special token ([CLS], <s>): the extra bucket
-constexpr int kPaddingBucket = -1;
 
 // How distances map to bucket indices. Construct with linear(), log() or
 // directed(); validate() runs in every factory, so a Bucketing is always sane.
@@ -47,7 +43,7 @@ class Bucketing {
   static Bucketing log(int num_buckets, int max_distance, int exact = -1,
                        bool special_bucket = false) {
     return Bucketing(BucketKind::Log, max_distance, num_buckets,
-                     exact < 0 ? num_buckets / 2 : exact, special_bucket);
+                     exact == -1 ? num_buckets / 2 : exact, special_bucket);
   }
   // bucket(up, down) = min(up, M) * (M + 1) + min(down, M); (M + 1)^2 buckets.
   static Bucketing directed(int max_distance = 10, bool special_bucket = false) {
@@ -77,13 +73,21 @@ class Bucketing {
   // Bucket of an undirected distance d (Linear, Log). d = -1 -> -1 (masked);
   // d = -2 -> the special bucket (or an Error if it is disabled).
   int bucket(int d) const {
+    if (kind_ == BucketKind::Directed)
+      throw Error("bucket(d): a directed bucketing needs bucket(up, down)");
     if (d >= 0) return bucket_nonnegative(d);
     return negative_bucket(d);
   }
-  // Bucket of a directed pair (Directed). Negative up/down follow bucket(d).
+  // Bucket of a directed pair (Directed). A non-word pair has both parts
+  // equal: (-1, -1) padding, (-2, -2) special.
   int bucket(int up, int down) const {
+    if (kind_ != BucketKind::Directed)
+      throw Error(std::string("bucket(up, down) needs a directed bucketing, this one is ") + describe());
     if (up >= 0 && down >= 0) return directed_bucket(up, down);
-    return negative_bucket(up < 0 ? up : down);
+    if (up != down)
+      throw Error("directed pair (" + std::to_string(up) + ", " + std::to_string(down) +
+                  ") is invalid: a padding or special pair has up == down (-1 or -2)");
+    return negative_bucket(up);
   }
 
   // Buckets for d >= 0 (no checks; the hot loop calls this).
@@ -175,13 +179,20 @@ class Bucketing {
 
 namespace detail {
 template <class D, class B>
-void check_block_shapes(const char* fn, Eigen::Index dr, Eigen::Index dc, Eigen::Index br,
-                        Eigen::Index bc) {
-  if (dr != br || dc != bc)
-    throw Error(std::string(fn) + ": output is " + std::to_string(br) + "x" + std::to_string(bc) +
-                " but distances are " + std::to_string(dr) + "x" + std::to_string(dc));
+void check_block_shapes(const char* fn, const char* name, Eigen::Index rows, Eigen::Index cols,
+                        Eigen::Index want_rows, Eigen::Index want_cols) {
+  if (rows != want_rows || cols != want_cols)
+    throw Error(std::string(fn) + ": '" + name + "' is " + std::to_string(rows) + "x" +
+                std::to_string(cols) + ", expected " + std::to_string(want_rows) + "x" +
+                std::to_string(want_cols) + " like the distances");
   static_assert(std::is_integral<D>::value && std::is_signed<D>::value, "distances are signed integers");
   static_assert(std::is_integral<B>::value && std::is_signed<B>::value, "buckets are signed integers");
+}
+
+// Rethrows a per-value error with the cell it came from.
+[[noreturn]] inline void throw_at_cell(const char* fn, const Error& e, Eigen::Index r, Eigen::Index c) {
+  throw Error(std::string(fn) + ": " + e.what() + " (at row " + std::to_string(r) + ", column " +
+              std::to_string(c) + ")");
 }
 }  // namespace detail
 
@@ -193,8 +204,8 @@ template <class D, class B>
 void bucketize(const Bucketing& bucketing,
                const Eigen::Ref<const RowMajorMatrix<D>>& distances,
                Eigen::Ref<RowMajorMatrix<B>> buckets) {
-  detail::check_block_shapes<D, B>("bucketize", distances.rows(), distances.cols(), buckets.rows(),
-                                   buckets.cols());
+  detail::check_block_shapes<D, B>("bucketize", "buckets", buckets.rows(), buckets.cols(),
+                                   distances.rows(), distances.cols());
   if (bucketing.kind() == BucketKind::Directed)
     throw Error("bucketize: directed bucketing needs up and down distances (use bucketize_directed)");
   if (bucketing.num_buckets() - 1 > std::numeric_limits<B>::max())
@@ -218,9 +229,12 @@ void bucketize(const Bucketing& bucketing,
       } else if (d == kSpecialDistance && bucketing.special_bucket()) {
         out[c] = special;
       } else {
-        (void)bucketing.bucket(static_cast<int>(d));  // throws the precise error
-        throw Error("bucketize: invalid distance " + std::to_string(static_cast<long long>(d)) +
-                    " at row " + std::to_string(r) + ", column " + std::to_string(c));
+        try {
+          (void)bucketing.bucket(static_cast<int>(d));  // throws the precise reason
+        } catch (const Error& e) {
+          detail::throw_at_cell("bucketize", e, r, c);
+        }
+        throw Error("bucketize: internal error at row " + std::to_string(r));
       }
     }
   }
@@ -232,10 +246,10 @@ void bucketize_directed(const Bucketing& bucketing,
                         const Eigen::Ref<const RowMajorMatrix<D>>& up,
                         const Eigen::Ref<const RowMajorMatrix<D>>& down,
                         Eigen::Ref<RowMajorMatrix<B>> buckets) {
-  detail::check_block_shapes<D, B>("bucketize_directed", up.rows(), up.cols(), buckets.rows(),
-                                   buckets.cols());
-  detail::check_block_shapes<D, B>("bucketize_directed", up.rows(), up.cols(), down.rows(),
-                                   down.cols());
+  detail::check_block_shapes<D, B>("bucketize_directed", "down", down.rows(), down.cols(),
+                                   up.rows(), up.cols());
+  detail::check_block_shapes<D, B>("bucketize_directed", "buckets", buckets.rows(), buckets.cols(),
+                                   up.rows(), up.cols());
   if (bucketing.kind() != BucketKind::Directed)
     throw Error("bucketize_directed: needs a directed bucketing, got " + bucketing.describe());
   if (bucketing.num_buckets() - 1 > std::numeric_limits<B>::max())
@@ -250,12 +264,12 @@ void bucketize_directed(const Bucketing& bucketing,
         const int uu = u[c] < m ? static_cast<int>(u[c]) : m;
         const int ww = w[c] < m ? static_cast<int>(w[c]) : m;
         out[c] = static_cast<B>(uu * (m + 1) + ww);
-      } else if (u[c] == w[c]) {
-        out[c] = static_cast<B>(bucketing.bucket(static_cast<int>(u[c])));
       } else {
-        throw Error("bucketize_directed: inconsistent pair up=" + std::to_string(static_cast<long long>(u[c])) +
-                    ", down=" + std::to_string(static_cast<long long>(w[c])) + " at row " +
-                    std::to_string(r) + ", column " + std::to_string(c));
+        try {
+          out[c] = static_cast<B>(bucketing.bucket(static_cast<int>(u[c]), static_cast<int>(w[c])));
+        } catch (const Error& e) {
+          detail::throw_at_cell("bucketize_directed", e, r, c);
+        }
       }
     }
   }

@@ -30,8 +30,9 @@ class DependencyTree {
   // Converts from `convention` first: the convention is always explicit.
   static DependencyTree from_heads(const std::vector<int>& heads, HeadConvention convention,
                                    Structure structure = Structure::Tree, std::string sentence = {}) {
-    return DependencyTree(to_canonical_heads(heads, convention, sentence), structure,
-                          std::move(sentence));
+    // Two statements: in one call the move could happen before the read.
+    std::vector<int> canonical = to_canonical_heads(heads, convention, sentence);
+    return DependencyTree(std::move(canonical), structure, std::move(sentence));
   }
 
   // Packs several trees into one forest, in order: word j of tree t becomes

@@ -23,7 +23,10 @@ class LcaIndex {
   // Refers to `tree`, which must outlive the index.
   explicit LcaIndex(const DependencyTree& tree) : tree_(&tree) { build(); }
 
-  const DependencyTree& tree() const { return *tree_; }
+  const DependencyTree& tree() const {
+    if (tree_ == nullptr) throw Error("LcaIndex: default-constructed index has no tree");
+    return *tree_;
+  }
 
   // Lowest common ancestor of words u and v, or -1 when they are in
   // different trees of a forest. Throws on out-of-range words.
@@ -55,6 +58,7 @@ class LcaIndex {
 
  private:
   void check(int w, const char* name) const {
+    if (tree_ == nullptr) throw Error("LcaIndex: default-constructed index has no tree");
     if (w < 0 || w >= tree_->size())
       throw Error(std::string("LcaIndex: word ") + name + " = " + std::to_string(w) +
                   " out of range [0, " + std::to_string(tree_->size()) + ")");
