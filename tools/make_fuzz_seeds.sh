@@ -1,0 +1,68 @@
+#!/bin/sh
+# The awk programs below are single-quoted on purpose: awk, not the shell, expands $1.
+# shellcheck disable=SC2016
+#
+# Writes a seed corpus for fuzz/fuzz_conllu.cpp into OUTDIR: one file per
+# sentence of the bundled sample (examples/data/en_ewt-dev-sample.conllu),
+# plus variants that hit each error path and each tolerated oddity (CRLF,
+# BOM, no final newline, empty nodes, comment-only blocks).
+#
+# usage: tools/make_fuzz_seeds.sh OUTDIR
+set -eu
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+out=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+sample="$root/examples/data/en_ewt-dev-sample.conllu"
+[ -r "$sample" ] || { echo "$0: cannot read $sample" >&2; exit 1; }
+mkdir -p "$out"
+
+# One file per sentence (awk paragraph mode: records are separated by blank lines).
+awk -v out="$out" 'BEGIN { RS = ""; ORS = "" }
+  { n++; f = sprintf("%s/sentence-%02d.conllu", out, n); print $0 "\n\n" > f; close(f) }' "$sample"
+count=$(find "$out" -maxdepth 1 -name 'sentence-*.conllu' | wc -l)
+[ "$count" -eq 50 ] || { echo "$0: expected 50 sentences, wrote $count" >&2; exit 1; }
+
+s1="$out/sentence-01.conllu"  # 7 words: heads 3 3 4 0 6 4 4, word 4 is the root
+s2="$out/sentence-02.conllu"
+s3="$out/sentence-03.conllu"
+
+# variant NAME AWK-PROGRAM: sentence 1 edited column-wise (word lines have 10 tab-separated fields).
+variant() {
+  awk -F '\t' -v OFS='\t' "$2" "$s1" > "$out/variant-$1.conllu"
+}
+variant columns-7    '$1 == "3" { print $1, $2, $3, $4, $5, $6, $7; next } { print }'
+variant columns-11   '$1 == "3" { print $0 "\textra"; next } { print }'
+variant id-x3        '$1 == "3" { $1 = "x3" } { print }'
+variant id-huge      '$1 == "2" { $1 = "99999999999" } { print }'
+variant head-1a      '$1 == "2" { $7 = "1a" } { print }'
+variant head-empty   '$1 == "2" { $7 = "" } { print }'
+variant head-huge    '$1 == "2" { $7 = "4294967296" } { print }'
+variant head-range   '$1 == "5" { $7 = "12" } { print }'
+variant head-neg     '$1 == "5" { $7 = "-1" } { print }'
+variant ids-skip     '$1 ~ /^[0-9]+$/ && $1 >= 4 { $1 = $1 + 1 } { print }'
+variant ids-repeat   '$1 == "3" { $1 = "2" } { print }'
+variant cycle        '$1 == "3" { $7 = "5" } $1 == "5" { $7 = "3" } { print }'
+variant self-loop    '$1 == "2" { $7 = "2" } { print }'
+variant two-roots    '$1 == "7" { $7 = "0" } { print }'
+variant no-root      '$1 == "4" { $7 = "1" } { print }'
+variant form-empty   '$1 == "2" { $2 = "" } { print }'
+variant mwt-bad      '$1 == "2" { print "2-x\tthe\t_\t_\t_\t_\t_\t_\t_\t_" } { print }'
+variant mwt-only     '/^#/ { print; next } /^$/ { print; next } NR == 5 { print "1-2\tFrom\t_\t_\t_\t_\t_\t_\t_\t_" }'
+variant empty-node   '{ print } $1 == "4" { print "4.1\tcame\tcome\tVERB\t_\t_\t_\t_\t4:conj\t_" }'
+variant spaces       '$1 ~ /^[0-9]+$/ { gsub(/\t/, " ") } { print }'
+
+# Line-end and framing oddities the reader accepts.
+awk '{ printf "%s\r\n", $0 }' "$s2" > "$out/variant-crlf.conllu"
+printf '%s' "$(cat "$s3")" > "$out/variant-no-final-newline.conllu"
+{ printf '\357\273\277'; cat "$s1"; } > "$out/variant-bom.conllu"
+{ printf '# newdoc id = only-comments\n\n \t\n\n'; cat "$s1" "$s2"; } > "$out/variant-comment-block.conllu"
+
+# Several sentences with bad ones between good ones (lenient mode's path).
+cat "$s1" "$out/variant-cycle.conllu" "$s2" "$out/variant-columns-7.conllu" "$s3" \
+  > "$out/variant-mixed.conllu"
+
+echo "wrote $count sentence seeds and $(find "$out" -maxdepth 1 -name 'variant-*.conllu' | wc -l) variants to $out"
