@@ -16,6 +16,8 @@
 #include "tree/stats.hpp"
 #include "tree/conllu.hpp"
 
+#include "io/npy.hpp"
+
 #include "bias/bucketing.hpp"
 
 #endif  // SYNATTN_SYNATTN_HPP

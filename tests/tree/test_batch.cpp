@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <synattn/bias/bucketing.hpp>
+#include <synattn/io/npy.hpp>
 #include <synattn/tree/batch.hpp>
 
 #include <cstdint>
@@ -41,7 +42,7 @@ void expect_sequence(const RowMajorMatrix<T>& block, Index b, const RowMajorMatr
     }
 }
 
-// A minimal reader for the golden int64 .npy files (little-endian, C order).
+// A golden int64 array through the library's reader, with 2-D/3-D indexing.
 struct NpyInt64 {
   std::vector<long long> shape;
   std::vector<std::int64_t> data;
@@ -52,41 +53,12 @@ struct NpyInt64 {
 };
 
 NpyInt64 read_npy_int64(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(bytes.size() > 10);
-  REQUIRE(bytes.compare(0, 6, "\x93NUMPY") == 0);
-  const int major = static_cast<unsigned char>(bytes[6]);
-  std::size_t header_len = 0, start = 0;
-  if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
-    start = 10;
-  } else {
-    for (int k = 0; k < 4; ++k) header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
-    start = 12;
-  }
-  const std::string header = bytes.substr(start, header_len);
-  INFO(path << " header: " << header);
-  REQUIRE(header.find("'descr': '<i8'") != std::string::npos);
-  REQUIRE(header.find("'fortran_order': False") != std::string::npos);
+  const NpyArray array = read_npy(path);
+  INFO(path);
+  REQUIRE(array.dtype() == NpyDType::Int64);
   NpyInt64 out;
-  const std::size_t open = header.find("'shape': (");
-  REQUIRE(open != std::string::npos);
-  std::size_t p = open + 10;
-  long long count = 1;
-  while (header[p] != ')') {
-    if (header[p] == ',' || header[p] == ' ') {
-      ++p;
-      continue;
-    }
-    std::size_t used = 0;
-    out.shape.push_back(std::stoll(header.substr(p), &used));
-    count *= out.shape.back();
-    p += used;
-  }
-  out.data.resize(static_cast<std::size_t>(count));
-  REQUIRE(bytes.size() == start + header_len + 8 * static_cast<std::size_t>(count));
-  std::memcpy(out.data.data(), bytes.data() + start + header_len, 8 * static_cast<std::size_t>(count));
+  for (std::size_t d : array.shape()) out.shape.push_back(static_cast<long long>(d));
+  out.data = array.to_vector<std::int64_t>();
   return out;
 }
 
