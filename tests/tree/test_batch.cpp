@@ -5,9 +5,6 @@
 #include <synattn/tree/batch.hpp>
 
 #include <cstdint>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
