@@ -99,6 +99,24 @@ TEST_CASE("distances are written into caller storage with an outer stride", "[di
   CHECK(+big(4, 6) == 99);
   CHECK(+big(16, 7) == 99);
   CHECK(+big(4, 19) == 99);
+
+  SECTION("packed forests too, with spans shorter and longer than a vector chunk") {
+    std::vector<DependencyTree> parts;
+    for (int len : {3, 17, 1, 40, 16, 5}) parts.emplace_back(synattn_test::random_projective_heads(len, rng));
+    const DependencyTree forest = DependencyTree::pack(parts);
+    const int n = forest.size();
+    RowMajorMatrix<std::int8_t> wide = RowMajorMatrix<std::int8_t>::Constant(n + 4, n + 21, 99);
+    pairwise_distances<std::int8_t>(forest, wide.block(2, 3, n, n), 50);
+    const auto bfs = bfs_distances(forest.heads());
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        const int w = bfs[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+        REQUIRE(+wide(2 + i, 3 + j) == (w < 0 ? 50 : w));
+      }
+      for (int j = n + 3; j < n + 21; ++j) REQUIRE(+wide(2 + i, j) == 99);
+      for (int j = 0; j < 3; ++j) REQUIRE(+wide(2 + i, j) == 99);
+    }
+  }
 }
 
 TEST_CASE("directed distances: up + down == dist, and they follow the LCA", "[distance][directed]") {

@@ -59,25 +59,33 @@ inline void fill_range(W* dst, int lo, int hi, W value) {
 // full pass got wrong, are refilled with `cross` by memset-speed fills.
 //   row = parent + 1;  forest: row[outside c's tree] = cross;  row[subtree] -= 2
 
-// The single word-order span of c's tree, or null when that tree is split
-// into several intervals (an interleaved forest).
-inline const DependencyTree::Interval* contiguous_tree_span(const DependencyTree& tree, int c) {
-  const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
-  const auto* first = tree.intervals_begin(root);
-  return first + 1 == tree.intervals_end(root) ? first : nullptr;
+// True when every tree of the forest is one contiguous span of word order
+// (sentences packed one after another), so rows can be computed per span.
+inline bool trees_are_contiguous(const DependencyTree& tree) {
+  for (int r : tree.roots())
+    if (tree.intervals_begin(r) + 1 != tree.intervals_end(r)) return false;
+  return true;
 }
 
-// dst = src + delta on [lo, hi), in whole 16-element chunks that may run
-// past hi (but not past n): sentences are short, and a fixed-width chunk is
-// one vector instruction where a loop of 20 bytes would be mostly scalar
-// tail. The caller overwrites [hi, n) afterwards.
+// Row update for a sentence span [lo, hi) of a packed forest whose row
+// already holds `cross` everywhere else: dst = src + delta in whole
+// 16-element chunks (one vector instruction each; a loop over a 20-word span
+// would be mostly scalar tail), which may run past hi but not past n. The
+// cells past hi belong to other sentences, so one 16-element store of
+// `cross` at hi puts them back.
 template <class W>
-inline void add_span_padded(W* __restrict dst, const W* __restrict src, int lo, int hi, int n, W delta) {
+inline void add_span_in_cross_row(W* __restrict dst, const W* __restrict src, int lo, int hi, int n,
+                                  W delta, W cross) {
   constexpr int kChunk = 16;
   int j = lo;
   for (; j < hi && j + kChunk <= n; j += kChunk)
     for (int q = 0; q < kChunk; ++q) dst[j + q] = static_cast<W>(src[j + q] + delta);
   for (; j < hi; ++j) dst[j] = static_cast<W>(src[j] + delta);
+  if (hi + kChunk <= n) {
+    for (int q = 0; q < kChunk; ++q) dst[hi + q] = cross;
+  } else {
+    for (int q = hi; q < n; ++q) dst[q] = cross;
+  }
 }
 
 // Fills the cells of `row` outside the tree that holds word c with `cross`.
@@ -95,29 +103,37 @@ template <class W>
 void undirected_rows(const DependencyTree& tree, W* rows, Index stride, W cross) {
   const int n = tree.size();
   const bool single = tree.num_trees() == 1;
+  // Packed sentences: every cell starts as a cross-tree pair (one fill at
+  // memset speed), then each row computes only its sentence's span.
+  const bool packed = !single && trees_are_contiguous(tree);
+  if (packed) {
+    if (stride == n)
+      std::fill(rows, rows + static_cast<Index>(n) * n, cross);
+    else
+      for (int r = 0; r < n; ++r) fill_range(rows + static_cast<Index>(r) * stride, 0, n, cross);
+  }
   const std::vector<int>& depth = tree.depth();
   for (int k = 0; k < n; ++k) {
     const int c = tree.preorder()[static_cast<std::size_t>(k)];
     W* row = rows + static_cast<Index>(c) * stride;
     const int p = tree.head(c);
     if (p < 0) {
-      if (!single) fill_range(row, 0, n, cross);
+      if (!single && !packed) fill_range(row, 0, n, cross);
       for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it)
         for (int j = it->first; j < it->second; ++j)
           row[j] = static_cast<W>(depth[static_cast<std::size_t>(j)]);
       continue;
     }
     const W* parent = rows + static_cast<Index>(p) * stride;
-    const DependencyTree::Interval* span = single ? nullptr : contiguous_tree_span(tree, c);
-    if (span) {
-      // c's tree is one span [a, b) of a packed forest: only the span is
-      // computed; outside it the row is cross-tree pairs.
-      add_span_padded<W>(row, parent, span->first, span->second, n, W(1));
-      fill_range(row, span->second, n, cross);  // also overwrites the padding
-      fill_range(row, 0, span->first, cross);
+    if (single) {
+      add_range<W>(row, parent, 0, n, W(1));
+    } else if (packed) {
+      const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
+      const auto* span = tree.intervals_begin(root);
+      add_span_in_cross_row<W>(row, parent, span->first, span->second, n, W(1), cross);
     } else {
       add_range<W>(row, parent, 0, n, W(1));
-      if (!single) restore_cross(tree, c, row, cross);
+      restore_cross(tree, c, row, cross);
     }
     for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s)
       add_in_place<W>(row, s->first, s->second, W(-2));
