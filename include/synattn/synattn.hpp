@@ -19,5 +19,12 @@
 #include "io/npy.hpp"
 
 #include "bias/bucketing.hpp"
+#include "bias/bias_table.hpp"
+
+#include "attention/options.hpp"
+#include "attention/syntax_attention.hpp"
+
+#include "util/parallel.hpp"
+#include "util/parameters.hpp"
 
 #endif  // SYNATTN_SYNATTN_HPP

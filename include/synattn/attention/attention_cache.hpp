@@ -1,0 +1,84 @@
+// synattn — what one forward pass of SyntaxBiasedAttention keeps for its
+// backward pass, plus the backward pass's workspace.
+//
+// The layer itself holds only parameters, so one layer can run several batches
+// at once, each with its own cache. Buffers are reused from call to call and
+// reallocated only when a shape changes.
+#ifndef SYNATTN_ATTENTION_ATTENTION_CACHE_HPP
+#define SYNATTN_ATTENTION_ATTENTION_CACHE_HPP
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <vector>
+
+#include "../matrix.hpp"
+
+namespace synattn {
+
+template <class Scalar>
+class SyntaxBiasedAttention;
+
+template <class Scalar>
+class AttentionCache {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+
+  // True until a forward pass has filled the cache.
+  bool empty() const noexcept { return !filled_; }
+  bool cross() const noexcept { return cross_; }
+  Index batch() const noexcept { return batch_; }
+  Index query_length() const noexcept { return n_q_; }  // n_q: rows per sequence
+  Index key_length() const noexcept { return n_kv_; }   // n_kv: keys per sequence
+  int heads() const noexcept { return heads_; }
+  const std::vector<int>& query_lengths() const noexcept { return lengths_q_; }
+  const std::vector<int>& key_lengths() const noexcept { return lengths_kv_; }
+
+  // The attention probabilities P = softmax(scores), (batch * heads * n_q,
+  // n_kv): block (b, head) is rows [(b * heads + head) * n_q, ... + n_q).
+  // Zero at masked keys and on rows with no visible key. With post-mixing
+  // talking heads this is the softmax output before the mixing.
+  const Matrix& probabilities() const noexcept { return probs_; }
+  Eigen::Map<const Matrix> probabilities(Index b, int head) const {
+    return Eigen::Map<const Matrix>(probs_.data() + ((b * heads_ + head) * n_q_) * n_kv_, n_q_, n_kv_);
+  }
+  // The probabilities after post-mixing (talking heads), same layout; empty
+  // when the layer does not post-mix.
+  const Matrix& mixed_probabilities() const noexcept { return mixed_; }
+  // Per-token concatenation of the heads' outputs, (batch * n_q, heads * dv).
+  const Matrix& context() const noexcept { return ctx_; }
+
+ private:
+  friend class SyntaxBiasedAttention<Scalar>;
+
+  bool filled_ = false;
+  bool cross_ = false;
+  Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
+  int heads_ = 0;
+  std::vector<int> lengths_q_, lengths_kv_;
+
+  // Forward state.
+  Matrix x_q_;                           // (batch * n_q, d_model)
+  Matrix x_kv_;                          // (batch * n_kv, memory_size); cross-attention only
+  Matrix qkv_;                           // self: (batch * n, h*dk | h*dk | h*dv); cross: Q (batch * n_q, h*dk)
+  Matrix kv_;                            // cross: (batch * n_kv, h*dk | h*dv)
+  Matrix raw_;                           // pre-mixing talking heads: unmixed scores, probs_ layout
+  Matrix probs_;                         // softmax output P
+  Matrix mixed_;                         // post-mixing talking heads: mixed P
+  Matrix ctx_;                           // (batch * n_q, h*dv)
+  RowMajorMatrix<std::int8_t> buckets_;  // (batch * n_q, n_kv) when the layer has a syntax bias
+  Matrix scratch_;                       // (threads * n_q, n_kv): one cache-resident score block per thread
+
+  // Backward workspace.
+  Matrix dctx_;         // (batch * n_q, h*dv)
+  Matrix dscore_;       // probs_ layout: dL/dP, then dL/dscore
+  Matrix dscore2_;      // probs_ layout: second buffer for the talking-heads mixing adjoints
+  Matrix dqkv_;         // layout of qkv_
+  Matrix dkv_;          // layout of kv_
+  Matrix hist_;         // (batch * heads, kHistogramCopies * (num_buckets + 1)) per-task bucket sums
+  Matrix mix_partial_;  // (batch, 2 * heads * heads) per-sequence talking-heads gradients
+};
+
+}  // namespace synattn
+
+#endif  // SYNATTN_ATTENTION_ATTENTION_CACHE_HPP

@@ -1,0 +1,73 @@
+// synattn — the shape and options of a syntax-biased attention layer.
+#ifndef SYNATTN_ATTENTION_OPTIONS_HPP
+#define SYNATTN_ATTENTION_OPTIONS_HPP
+
+#include <cstdint>
+#include <string>
+
+#include "../bias/bias_table.hpp"
+#include "../error.hpp"
+
+namespace synattn {
+
+// Set the fields, then construct the layer (which validates them):
+//
+//   AttentionOptions o(512, 8);          // d_model, heads
+//   o.bias.bucketing = Bucketing::log(16, 64);
+//   o.bias.per_head = true;
+//   o.talking_heads_pre = true;
+struct AttentionOptions {
+  AttentionOptions() = default;
+  AttentionOptions(int d_model_, int heads_) : d_model(d_model_), heads(heads_) {}
+
+  int d_model = 0;  // token feature width (input and output)
+  int heads = 1;
+  int key_size = 0;     // per-head query/key size dk; 0: d_model / heads
+  int value_size = 0;   // per-head value size dv; 0: d_model / heads
+  int memory_size = 0;  // width of the key/value source in cross-attention; 0: d_model
+
+  // The syntax bias s * T[bucket]. When false the layer is plain scaled
+  // dot-product attention: no table, no scale, no bucket block.
+  bool syntax_bias = true;
+  BiasTableOptions bias;
+
+  bool causal = false;  // self-attention only: key j is masked for query i < j
+
+  // Talking-heads attention (Shazeer et al. 2020): learnable heads x heads
+  // matrices mixing the heads' scores before the softmax (pre) and the
+  // probabilities after it (post). Both start as the identity.
+  bool talking_heads_pre = false;
+  bool talking_heads_post = false;
+
+  // Check inputs and upstream gradients for NaN/inf (one read of each; cheap
+  // next to the products) and throw naming the offending element.
+  bool check_finite = true;
+
+  // Seed of the projection weights' initialisation (nn.Linear's default:
+  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases).
+  std::uint64_t seed = 0x5eedu;
+
+  int resolved_key_size() const noexcept { return key_size > 0 ? key_size : (heads > 0 ? d_model / heads : 0); }
+  int resolved_value_size() const noexcept { return value_size > 0 ? value_size : (heads > 0 ? d_model / heads : 0); }
+  int resolved_memory_size() const noexcept { return memory_size > 0 ? memory_size : d_model; }
+
+  void validate() const {
+    const std::string w = "AttentionOptions: ";
+    if (d_model < 1) throw Error(w + "d_model must be >= 1, got " + std::to_string(d_model));
+    if (heads < 1) throw Error(w + "heads must be >= 1, got " + std::to_string(heads));
+    if (key_size < 0) throw Error(w + "key_size must be >= 0 (0: d_model / heads), got " + std::to_string(key_size));
+    if (value_size < 0)
+      throw Error(w + "value_size must be >= 0 (0: d_model / heads), got " + std::to_string(value_size));
+    if (memory_size < 0) throw Error(w + "memory_size must be >= 0 (0: d_model), got " + std::to_string(memory_size));
+    if ((key_size == 0 || value_size == 0) && d_model % heads != 0)
+      throw Error(w + "d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads) +
+                  "; set key_size and value_size explicitly");
+    if (resolved_key_size() < 1 || resolved_value_size() < 1)
+      throw Error(w + "key_size and value_size must be >= 1 (d_model / heads is 0)");
+    if (syntax_bias) bias.validate("AttentionOptions.bias");
+  }
+};
+
+}  // namespace synattn
+
+#endif  // SYNATTN_ATTENTION_OPTIONS_HPP

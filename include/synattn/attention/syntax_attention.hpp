@@ -1,0 +1,206 @@
+// synattn — syntax-biased multi-head attention (SPEC §4), float and double,
+// forward and backward, self- and cross-attention, optional talking heads.
+//
+//   score[a,i,j] = <q[a,i], k[a,j]> / sqrt(dk) + s * T[a?, bucket(i,j)]   (masked: -inf)
+//   p = softmax_j(score),  ctx[a,i] = sum_j p[a,i,j] v[a,j],  out = concat(ctx) Wo^T + bo
+//
+// Tokens are rows: a batch of `batch` sequences of n positions is a
+// (batch * n, width) row-major matrix, so every projection is one product over
+// all tokens. Sequence lengths mask padding keys and padding query rows; the
+// (batch * n_q, n_kv) int8 bucket block (synattn::bucketize) gives each pair's
+// bucket, -1 masking the pair. Parameters follow PyTorch's nn.Linear layout
+// (y = x W^T + b), so weights exported from PyTorch load unchanged.
+//
+// forward() is const and writes everything backward() needs into a caller's
+// AttentionCache, so one layer can serve concurrent batches. backward() adds
+// the parameter gradients into the layer's gradient buffer (or a caller's, for
+// concurrent backward passes) and overwrites the input gradients.
+//
+// Work is split over (sequence, head) and over fixed row blocks of the
+// projections with OpenMP when available. Results are bit-identical for any
+// thread count: no task's arithmetic depends on the split, and cross-task sums
+// (table, scale and mixing gradients) are per-task partials added in task order.
+#ifndef SYNATTN_ATTENTION_SYNTAX_ATTENTION_HPP
+#define SYNATTN_ATTENTION_SYNTAX_ATTENTION_HPP
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../bias/bias_table.hpp"
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/parameters.hpp"
+#include "attention_cache.hpp"
+#include "options.hpp"
+
+namespace synattn {
+
+template <class Scalar>
+class SyntaxBiasedAttention {
+  static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
+                "SyntaxBiasedAttention is instantiated for float and double");
+
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  using BucketBlock = RowMajorMatrix<std::int8_t>;
+  using Cache = AttentionCache<Scalar>;
+
+  // Validates the options (throws synattn::Error) and initialises the
+  // parameters: projections like nn.Linear (seeded by options.seed), the
+  // table from options.bias.init (zero by default: plain attention), the scale
+  // to options.bias.scale and the talking-heads matrices to the identity.
+  explicit SyntaxBiasedAttention(const AttentionOptions& options);
+
+  const AttentionOptions& options() const noexcept { return options_; }
+  int d_model() const noexcept { return options_.d_model; }
+  int heads() const noexcept { return options_.heads; }
+  int key_size() const noexcept { return dk_; }
+  int value_size() const noexcept { return dv_; }
+  int memory_size() const noexcept { return dm_kv_; }
+  bool has_syntax_bias() const noexcept { return options_.syntax_bias; }
+  // Size of the bias table's rows (0 without a syntax bias).
+  int num_buckets() const noexcept { return options_.syntax_bias ? options_.bias.num_buckets() : 0; }
+
+  // ---- Self-attention --------------------------------------------------
+
+  // x: (batch * n, d_model), batch = lengths.size(), n = x.rows() / batch;
+  // lengths[b] in [0, n]; buckets: (batch * n, n) with values in
+  // [-1, num_buckets()) (ignored, and may be empty, without a syntax bias).
+  // Writes out: (batch * n, d_model). Throws synattn::Error on bad input.
+  void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+               const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out) const;
+  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
+  // Without a bucket block (a layer built with syntax_bias = false).
+  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache) const;
+
+  // dout: (batch * n, d_model) = dL/dout. Adds every parameter gradient into
+  // gradients() and writes dL/dx into dx (batch * n, d_model). Padding query
+  // rows get dx = 0; dbo sums dout over all rows (out = bo on padding rows).
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx);
+  Matrix backward(Cache& cache, const Eigen::Ref<const Matrix>& dout);
+  // The same, adding the parameter gradients into `gradients` (laid out like
+  // gradients(), size parameter_count()) instead: concurrent backward passes
+  // of one layer, each with its own gradient vector.
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx,
+                Eigen::Ref<Vector> gradients) const;
+
+  // ---- Cross-attention (queries from x_q, keys and values from memory) ----
+
+  // x_q: (batch * n_q, d_model); memory: (batch * n_kv, memory_size);
+  // lengths_q / lengths_kv: one entry per sequence; buckets: (batch * n_q,
+  // n_kv) when the layer has a syntax bias, else ignored. Causal masking is
+  // not defined for cross-attention and throws.
+  void forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out) const;
+  Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                       const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
+  // Writes dL/dx_q and dL/dmemory; adds the parameter gradients.
+  void backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
+                      Eigen::Ref<Matrix> dmemory);
+  void backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
+                      Eigen::Ref<Matrix> dmemory, Eigen::Ref<Vector> gradients) const;
+
+  // ---- Parameters ----------------------------------------------------------
+  //
+  // Names and shapes (one flat buffer, in this order):
+  //   Wq (h*dk, d_model)  Wk (h*dk, memory_size)  Wv (h*dv, memory_size)
+  //   bq (1, h*dk)        bk (1, h*dk)            bv (1, h*dv)
+  //   Wo (d_model, h*dv)  bo (1, d_model)
+  //   table (1 or h, num_buckets), scale (1, 1)    with a syntax bias
+  //   mix_pre (h, h), mix_post (h, h)              with talking heads
+  // A frozen table or scale is listed with trainable = false and keeps a zero
+  // gradient.
+
+  Index parameter_count() const noexcept { return store_.size(); }
+  Eigen::Map<Vector> parameters() { return store_.values(); }
+  Eigen::Map<const Vector> parameters() const { return store_.values(); }
+  Eigen::Map<Vector> gradients() { return store_.gradients(); }
+  Eigen::Map<const Vector> gradients() const { return store_.gradients(); }
+  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return store_.infos(); }
+  bool has_parameter(const std::string& name) const noexcept { return store_.find(name) >= 0; }
+  Eigen::Map<Matrix> parameter(const std::string& name) { return store_.value(store_.id(name)); }
+  Eigen::Map<const Matrix> parameter(const std::string& name) const { return store_.value(store_.id(name)); }
+  Eigen::Map<Matrix> gradient(const std::string& name) { return store_.gradient(store_.id(name)); }
+  Eigen::Map<const Matrix> gradient(const std::string& name) const { return store_.gradient(store_.id(name)); }
+  // Copies `value` into `name` after checking the shape (a (k, 1) column is
+  // accepted for a (1, k) row) and finiteness.
+  void set_parameter(const std::string& name, const Eigen::Ref<const Matrix>& value) { store_.set(name, value); }
+  // f(const ParameterInfo&, Eigen::Map<Matrix> value, Eigen::Map<Matrix> gradient).
+  template <class F>
+  void visit_parameters(F&& f) {
+    store_.visit(std::forward<F>(f));
+  }
+  template <class F>
+  void visit_parameters(F&& f) const {
+    store_.visit(std::forward<F>(f));
+  }
+  void zero_grad() { store_.zero_grad(); }
+  // Re-draws the projections from `seed` and resets table, scale and mixing.
+  void reset_parameters(std::uint64_t seed);
+
+  Eigen::Map<Matrix> Wq() { return store_.value(id_.wq); }
+  Eigen::Map<Matrix> Wk() { return store_.value(id_.wk); }
+  Eigen::Map<Matrix> Wv() { return store_.value(id_.wv); }
+  Eigen::Map<Matrix> bq() { return store_.value(id_.bq); }
+  Eigen::Map<Matrix> bk() { return store_.value(id_.bk); }
+  Eigen::Map<Matrix> bv() { return store_.value(id_.bv); }
+  Eigen::Map<Matrix> Wo() { return store_.value(id_.wo); }
+  Eigen::Map<Matrix> bo() { return store_.value(id_.bo); }
+  // The bias table view (throws without a syntax bias).
+  BiasTableRef<Scalar> bias_table();
+  Eigen::Map<Matrix> table() { return bias_table().table(); }
+  Scalar& scale() { return bias_table().scale(); }
+  Eigen::Map<Matrix> mix_pre() { return store_.value(require(id_.pre, "mix_pre (talking_heads_pre is off)")); }
+  Eigen::Map<Matrix> mix_post() { return store_.value(require(id_.post, "mix_post (talking_heads_post is off)")); }
+
+ private:
+  struct Ids {
+    int wq = -1, wk = -1, wv = -1, bq = -1, bk = -1, bv = -1, wo = -1, bo = -1;
+    int table = -1, scale = -1, pre = -1, post = -1;
+  };
+
+  static int require(int id, const char* what) {
+    if (id < 0) throw Error(std::string("SyntaxBiasedAttention: no parameter ") + what);
+    return id;
+  }
+
+  // Validation (implementation file).
+  void check_lengths(const char* fn, const char* name, const std::vector<int>& lengths, Index n) const;
+  void check_tokens(const char* fn, const char* name, const Eigen::Ref<const Matrix>& x, Index batch, Index width,
+                    Index& n) const;
+  void check_buckets(const char* fn, const Eigen::Ref<const BucketBlock>& buckets, Index batch, Index n_q,
+                     Index n_kv) const;
+  void check_finite(const char* fn, const char* name, const Eigen::Ref<const Matrix>& m, Index n) const;
+  void check_backward(const char* fn, const Cache& cache, bool cross, const Eigen::Ref<const Matrix>& dout,
+                      Index gradient_size) const;
+  static void check_output(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols);
+
+  // Computation (implementation file).
+  void prepare_cache(Cache& cache, bool cross, Index batch, Index n_q, Index n_kv, const std::vector<int>& lengths_q,
+                     const std::vector<int>& lengths_kv) const;
+  void forward_core(Cache& cache, Eigen::Ref<Matrix> out) const;
+  void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
+                     Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
+  BiasTableRef<Scalar> table_ref(Scalar* gradients) const;
+
+  AttentionOptions options_;
+  int dk_ = 0, dv_ = 0, dm_kv_ = 0;
+  Scalar inv_sqrt_dk_ = 1;
+  ParameterStore<Scalar> store_;
+  Ids id_;
+};
+
+}  // namespace synattn
+
+#include "syntax_attention_impl.hpp"
+
+#endif  // SYNATTN_ATTENTION_SYNTAX_ATTENTION_HPP

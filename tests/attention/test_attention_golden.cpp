@@ -1,0 +1,249 @@
+// SyntaxBiasedAttention against the golden vectors of SPEC §5: every case
+// under shared/golden/mha/ and, when SYNATTN_GOLDEN_DIR is set, every case
+// under it. double agrees to 1e-10 and float to 1e-4, per array, as
+// max|got - want| <= tol * max|want| (dbk: max|got| <= tol * max|dWk|).
+#include <catch2/catch.hpp>
+
+#include <synattn/attention/syntax_attention.hpp>
+#include <synattn/io/npy.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/json_lite.hpp"
+#include "support/shared_data.hpp"
+
+namespace fs = std::filesystem;
+using synattn::AttentionOptions;
+using synattn::Bucketing;
+using synattn::RowMajorMatrix;
+using synattn::SyntaxBiasedAttention;
+using MatrixD = RowMajorMatrix<double>;
+using BucketBlock = RowMajorMatrix<std::int8_t>;
+
+namespace {
+
+const std::vector<std::string> kParams = {"Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "table", "scale"};
+
+struct GoldenCase {
+  std::string name;
+  AttentionOptions options;
+  std::vector<int> lengths;
+  BucketBlock buckets;
+  std::map<std::string, MatrixD> arrays;  // every real array, as (prod leading, last)
+  std::vector<std::string> expected;      // arrays to compare
+  int batch = 0, n = 0;
+};
+
+// Loads and checks one case directory. Every problem (missing or malformed
+// file, missing key, wrong shape) throws with the case's name.
+GoldenCase load_case(const fs::path& dir) {
+  GoldenCase gc;
+  gc.name = dir.filename().string();
+  try {
+    const auto cfg = synattn_test::json::parse_file((dir / "config.json").string());
+    gc.batch = cfg["batch"].as_int();
+    gc.n = cfg["length"].as_int();
+    const int d = cfg["d_model"].as_int(), h = cfg["heads"].as_int();
+    AttentionOptions& o = gc.options;
+    o = AttentionOptions(d, h);
+    o.key_size = cfg["key_size"].as_int();
+    o.value_size = cfg["value_size"].as_int();
+    const std::string kind = cfg["bucketing"].as_string();
+    const int m = cfg["max_distance"].as_int();
+    const int nb = cfg["num_buckets"].as_int();
+    if (kind == "linear") {
+      o.bias.bucketing = Bucketing::linear(m);
+    } else if (kind == "log") {
+      o.bias.bucketing = Bucketing::log(nb, m, cfg["exact"].is_null() ? -1 : cfg["exact"].as_int());
+    } else if (kind == "directed") {
+      o.bias.bucketing = Bucketing::directed(m);
+    } else {
+      throw std::runtime_error("config.json: unknown bucketing \"" + kind + "\"");
+    }
+    if (o.bias.bucketing.num_buckets() != nb)
+      throw std::runtime_error("config.json: num_buckets " + std::to_string(nb) + " but " +
+                               o.bias.bucketing.describe() + " has " + std::to_string(o.bias.bucketing.num_buckets()));
+    o.bias.per_head = cfg["per_head"].as_bool();
+    o.causal = cfg["causal"].as_bool();
+    o.bias.scale_learnable = cfg["scale_learnable"].as_bool();
+    o.bias.table_learnable = cfg.has("table_learnable") ? cfg["table_learnable"].as_bool() : true;
+
+    auto load = [&](const std::string& array, Eigen::Index rows, Eigen::Index cols) {
+      const fs::path file = dir / (array + ".npy");
+      if (!fs::exists(file)) throw std::runtime_error("missing array " + file.filename().string());
+      MatrixD a = synattn::read_npy(file.string()).to_matrix<double>();
+      if (a.rows() != rows || a.cols() != cols)
+        throw std::runtime_error(array + ".npy has shape " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) +
+                                 " (as a matrix), expected " + std::to_string(rows) + "x" + std::to_string(cols));
+      gc.arrays[array] = a;
+    };
+    const Eigen::Index B = gc.batch, n = gc.n, hk = Eigen::Index(h) * o.key_size, hv = Eigen::Index(h) * o.value_size;
+    const Eigen::Index trows = o.bias.per_head ? h : 1;
+    const std::map<std::string, std::pair<Eigen::Index, Eigen::Index>> shapes = {
+        {"x", {B * n, d}}, {"G", {B * n, d}}, {"out", {B * n, d}}, {"dx", {B * n, d}},     {"probs", {B * h * n, n}},
+        {"Wq", {hk, d}},   {"Wk", {hk, d}},   {"Wv", {hv, d}},     {"Wo", {d, hv}},        {"bq", {1, hk}},
+        {"bk", {1, hk}},   {"bv", {1, hv}},   {"bo", {1, d}},      {"table", {trows, nb}}, {"scale", {1, 1}}};
+    gc.expected = {"out", "probs", "dx", "dWq", "dbq", "dWk", "dbk", "dWv", "dbv", "dWo", "dbo"};
+    if (o.bias.table_learnable) gc.expected.push_back("dtable");
+    if (o.bias.scale_learnable) gc.expected.push_back("dscale");
+    for (const auto& a : {"x", "G"}) load(a, shapes.at(a).first, shapes.at(a).second);
+    for (const auto& p : kParams) load(p, shapes.at(p).first, shapes.at(p).second);
+    for (const auto& e : gc.expected) {
+      const std::string base = e == "out" || e == "probs" ? e : e.substr(1);
+      load(e, shapes.at(base).first, shapes.at(base).second);
+    }
+
+    const fs::path lengths_file = dir / "lengths.npy";
+    if (!fs::exists(lengths_file)) throw std::runtime_error("missing array lengths.npy");
+    const auto lengths = synattn::read_npy(lengths_file.string()).to_vector<int>();
+    if (static_cast<int>(lengths.size()) != gc.batch)
+      throw std::runtime_error("lengths.npy has " + std::to_string(lengths.size()) + " entries, expected " +
+                               std::to_string(gc.batch));
+    gc.lengths = lengths;
+    const fs::path buckets_file = dir / "buckets.npy";
+    if (!fs::exists(buckets_file)) throw std::runtime_error("missing array buckets.npy");
+    gc.buckets = synattn::read_npy(buckets_file.string()).to_matrix<std::int8_t>();
+    if (gc.buckets.rows() != B * n || gc.buckets.cols() != n)
+      throw std::runtime_error("buckets.npy has the wrong shape");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("golden case '" + gc.name + "' (" + dir.string() + "): " + e.what());
+  }
+  return gc;
+}
+
+std::vector<fs::path> case_dirs(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(root))
+    if (entry.is_directory() && fs::exists(entry.path() / "config.json")) dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// max|got - want| / max|want| (or / max|partner| for arrays zero in exact arithmetic).
+double golden_error(const MatrixD& got, const MatrixD& want, double scale) {
+  if (got.rows() != want.rows() || got.cols() != want.cols()) return INFINITY;
+  const double diff = got.size() ? (got - want).cwiseAbs().maxCoeff() : 0.0;
+  return scale > 0 ? diff / scale : diff;
+}
+
+template <class Scalar>
+void check_case(const GoldenCase& gc, double tol) {
+  using Matrix = RowMajorMatrix<Scalar>;
+  SyntaxBiasedAttention<Scalar> layer(gc.options);
+  for (const auto& p : kParams) layer.set_parameter(p, gc.arrays.at(p).cast<Scalar>());
+  typename SyntaxBiasedAttention<Scalar>::Cache cache;
+  const Matrix x = gc.arrays.at("x").cast<Scalar>();
+  const Matrix out = layer.forward(x, gc.lengths, gc.buckets, cache);
+  const Matrix dx = layer.backward(cache, gc.arrays.at("G").cast<Scalar>());
+
+  std::map<std::string, MatrixD> got;
+  got["out"] = out.template cast<double>();
+  got["probs"] = cache.probabilities().template cast<double>();
+  got["dx"] = dx.template cast<double>();
+  for (const auto& p : kParams) got["d" + p] = layer.gradient(p).template cast<double>();
+
+  for (const auto& name : gc.expected) {
+    const MatrixD& want = gc.arrays.at(name);
+    double err;
+    if (name == "dbk") {  // zero in exact arithmetic: measured against dWk
+      err = golden_error(got[name], MatrixD::Zero(want.rows(), want.cols()), gc.arrays.at("dWk").cwiseAbs().maxCoeff());
+    } else {
+      err = golden_error(got[name], want, want.size() ? want.cwiseAbs().maxCoeff() : 0.0);
+    }
+    INFO("case " << gc.name << ", " << (sizeof(Scalar) == 8 ? "double" : "float") << ", array " << name << ": error "
+                 << err << " (tolerance " << tol << ")");
+    CHECK(err <= tol);
+  }
+  // A frozen table or scale takes no gradient at all.
+  if (!gc.options.bias.table_learnable) CHECK(layer.gradient("table").isZero(0));
+  if (!gc.options.bias.scale_learnable) CHECK(layer.gradient("scale")(0, 0) == Scalar(0));
+  // probs: rows sum to 1 or are all zero (no visible key).
+  const auto& P = cache.probabilities();
+  for (Eigen::Index r = 0; r < P.rows(); ++r) {
+    const double s = P.row(r).template cast<double>().sum();
+    INFO("case " << gc.name << ", probability row " << r << " sums to " << s);
+    CHECK((s == 0.0 || std::abs(s - 1.0) < 1e-5));
+  }
+}
+
+void run_golden_root(const fs::path& root) {
+  const auto dirs = case_dirs(root);
+  INFO("golden root " << root.string());
+  REQUIRE(!dirs.empty());
+  for (const auto& dir : dirs) {
+    GoldenCase gc;
+    try {
+      gc = load_case(dir);
+    } catch (const std::exception& e) {
+      FAIL(e.what());
+    }
+    check_case<double>(gc, 1e-10);
+    check_case<float>(gc, 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention matches every shared golden case in double and float", "[attention][golden]") {
+  const fs::path root = fs::path(synattn_test::shared_path("golden/mha/tiny/config.json")).parent_path().parent_path();
+  const auto dirs = case_dirs(root);
+  std::vector<std::string> names;
+  for (const auto& d : dirs) names.push_back(d.filename().string());
+  // The five public cases must all be there: a vanished case must not pass silently.
+  for (const char* want : {"tiny", "padded", "perhead_log", "causal", "directed"}) {
+    INFO("missing shared golden case " << want);
+    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+  }
+  run_golden_root(root);
+}
+
+TEST_CASE("attention matches every case under SYNATTN_GOLDEN_DIR when it is set", "[attention][golden]") {
+  const char* env = std::getenv("SYNATTN_GOLDEN_DIR");
+  if (env == nullptr || *env == '\0') {
+    SUCCEED("SYNATTN_GOLDEN_DIR not set");
+    return;
+  }
+  INFO("SYNATTN_GOLDEN_DIR=" << env);
+  REQUIRE(fs::is_directory(env));
+  run_golden_root(env);
+}
+
+TEST_CASE("a golden case with missing or malformed arrays fails with the case name", "[attention][golden]") {
+  const fs::path tiny = fs::path(synattn_test::shared_path("golden/mha/tiny/config.json")).parent_path();
+  const fs::path tmp = fs::temp_directory_path() / ("synattn_golden_" + std::to_string(std::rand()) + "_broken_case");
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  for (const auto& entry : fs::directory_iterator(tiny)) fs::copy_file(entry.path(), tmp / entry.path().filename());
+  REQUIRE_NOTHROW(load_case(tmp));
+  const std::string name = tmp.filename().string();
+
+  SECTION("missing input array") {
+    fs::remove(tmp / "x.npy");
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("x.npy"));
+  }
+  SECTION("missing expected gradient") {
+    fs::remove(tmp / "dWv.npy");
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("dWv.npy"));
+  }
+  SECTION("truncated array") {
+    std::ofstream(tmp / "Wq.npy", std::ios::binary | std::ios::trunc) << "\x93NUMPY";
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("Wq.npy"));
+  }
+  SECTION("array of the wrong shape") {
+    fs::copy_file(tmp / "bq.npy", tmp / "Wk.npy", fs::copy_options::overwrite_existing);
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("Wk.npy has shape"));
+  }
+  SECTION("config without a required key") {
+    std::ofstream(tmp / "config.json", std::ios::trunc) << R"({"batch": 1, "length": 5})";
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("d_model"));
+  }
+  fs::remove_all(tmp);
+}

@@ -1,0 +1,515 @@
+// SyntaxBiasedAttention behaviour: a naive loop reference for every option,
+// zero table == plain attention, identity talking heads == none, masked rows,
+// thread-count invariance, caches, gradient buffers, parameters, and the
+// errors bad input raises.
+#include <catch2/catch.hpp>
+
+#include <synattn/attention/syntax_attention.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "naive_attention.hpp"
+
+using synattn::AttentionOptions;
+using synattn::Bucketing;
+using synattn::ParameterInfo;
+using synattn::RowMajorMatrix;
+using synattn::SyntaxBiasedAttention;
+using synattn::TableInit;
+using synattn_test::BucketBlock;
+using synattn_test::MatrixD;
+using MatrixF = RowMajorMatrix<float>;
+using Layer = SyntaxBiasedAttention<double>;
+
+namespace {
+
+AttentionOptions small_options() {
+  AttentionOptions o(8, 2);
+  o.key_size = 5;
+  o.value_size = 3;
+  o.bias.bucketing = Bucketing::linear(4);
+  return o;
+}
+
+// Copies every parameter `from` has into `to` (same names, same shapes).
+template <class A, class B>
+void copy_shared_parameters(const A& from, B& to) {
+  for (const auto& p : from.parameter_infos())
+    if (to.has_parameter(p.name))
+      to.set_parameter(p.name, from.parameter(p.name).template cast<typename B::Matrix::Scalar>());
+}
+
+bool same_bits(const MatrixD& a, const MatrixD& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+struct Run {
+  MatrixD out, probs, dx, dmem, grads;
+};
+
+// Forward + backward of L = sum(out * G) on a fresh cache.
+Run run(Layer& layer, const MatrixD& xq, const std::vector<int>& lq, const MatrixD& xkv, const std::vector<int>& lkv,
+        const BucketBlock& buckets, const MatrixD& G, bool cross) {
+  Run r;
+  Layer::Cache cache;
+  layer.zero_grad();
+  r.dx.resize(xq.rows(), xq.cols());
+  if (cross) {
+    r.out = layer.forward_cross(xq, lq, xkv, lkv, buckets, cache);
+    r.dmem.resize(xkv.rows(), xkv.cols());
+    layer.backward_cross(cache, G, r.dx, r.dmem);
+  } else {
+    r.out = layer.forward(xq, lq, buckets, cache);
+    layer.backward(cache, G, r.dx);
+  }
+  r.probs = cache.probabilities();
+  r.grads = layer.gradients();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the forward pass matches a naive loop reference for every option", "[attention][reference]") {
+  struct Case {
+    const char* label;
+    void (*edit)(AttentionOptions&);
+    bool cross;
+  };
+  const Case cases[] = {
+      {"shared linear", [](AttentionOptions&) {}, false},
+      {"per-head log",
+       [](AttentionOptions& o) {
+         o.bias.per_head = true;
+         o.bias.bucketing = Bucketing::log(8, 30, 4);
+       },
+       false},
+      {"directed", [](AttentionOptions& o) { o.bias.bucketing = Bucketing::directed(3); }, false},
+      {"causal", [](AttentionOptions& o) { o.causal = true; }, false},
+      {"talking heads pre and post, three heads",
+       [](AttentionOptions& o) {
+         o.heads = 3;
+         o.talking_heads_pre = o.talking_heads_post = true;
+       },
+       false},
+      {"no syntax bias", [](AttentionOptions& o) { o.syntax_bias = false; }, false},
+      {"cross-attention", [](AttentionOptions& o) { o.memory_size = 6; }, true},
+      {"cross-attention, talking heads, per-head",
+       [](AttentionOptions& o) {
+         o.talking_heads_pre = o.talking_heads_post = true;
+         o.bias.per_head = true;
+       },
+       true},
+  };
+  const int k = GENERATE(range(0, 8));
+  const Case& c = cases[k];
+  INFO("configuration: " << c.label);
+  AttentionOptions o = small_options();
+  c.edit(o);
+  std::mt19937 rng(77 + k);
+  Layer layer(o);
+  synattn_test::randomise(layer, rng);
+  SyntaxBiasedAttention<float> layer_f(o);
+  copy_shared_parameters(layer, layer_f);
+
+  const std::vector<int> lq = {7, 0, 1, 5}, lkv = c.cross ? std::vector<int>{4, 6, 0, 6} : lq;
+  const int nq = 7, nkv = c.cross ? 6 : 7;
+  const MatrixD xq = synattn_test::random_matrix(4 * nq, o.d_model, rng);
+  const MatrixD xkv = synattn_test::random_matrix(4 * nkv, layer.memory_size(), rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
+  const auto want = synattn_test::naive_attention(layer, xq, lq, c.cross ? xkv : xq, lkv, buckets);
+
+  Layer::Cache cache;
+  const MatrixD out =
+      c.cross ? layer.forward_cross(xq, lq, xkv, lkv, buckets, cache) : layer.forward(xq, lq, buckets, cache);
+  CHECK((out - want.out).cwiseAbs().maxCoeff() <= 1e-12 * want.out.cwiseAbs().maxCoeff());
+  CHECK((cache.probabilities() - want.probs).cwiseAbs().maxCoeff() <= 1e-12);
+
+  SyntaxBiasedAttention<float>::Cache cache_f;
+  const MatrixF xqf = xq.cast<float>(), xkvf = xkv.cast<float>();
+  const MatrixF out_f = c.cross ? layer_f.forward_cross(xqf, lq, xkvf, lkv, buckets, cache_f)
+                                : layer_f.forward(xqf, lq, buckets, cache_f);
+  CHECK((out_f.cast<double>() - want.out).cwiseAbs().maxCoeff() <= 1e-5 * want.out.cwiseAbs().maxCoeff());
+  CHECK((cache_f.probabilities().cast<double>() - want.probs).cwiseAbs().maxCoeff() <= 1e-5);
+}
+
+TEST_CASE("a zero table gives exactly plain scaled dot-product attention", "[attention][reference]") {
+  AttentionOptions with = small_options();
+  AttentionOptions plain = with;
+  plain.syntax_bias = false;
+  const bool per_head = GENERATE(false, true);
+  with.bias.per_head = per_head;
+  Layer biased(with), unbiased(plain);
+  std::mt19937 rng(5);
+  synattn_test::randomise(unbiased, rng);
+  copy_shared_parameters(unbiased, biased);
+  biased.table().setZero();  // the default, restated: randomise() is not used on `biased`
+  REQUIRE(biased.table().isZero(0));
+
+  const std::vector<int> lengths = {6, 3, 0};
+  const int n = 6;
+  const MatrixD x = synattn_test::random_matrix(3 * n, 8, rng);
+  // No -1 inside the sequences: the bucket mask would be a difference.
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, biased.num_buckets(), rng, 0.0);
+  const MatrixD G = synattn_test::random_matrix(3 * n, 8, rng);
+  const Run a = run(biased, x, lengths, x, lengths, buckets, G, false);
+  const Run b = run(unbiased, x, lengths, x, lengths, BucketBlock(), G, false);
+  CHECK(same_bits(a.out, b.out));
+  CHECK(same_bits(a.probs, b.probs));
+  CHECK(same_bits(a.dx, b.dx));
+  CHECK(same_bits(MatrixD(biased.gradient("Wq")), MatrixD(unbiased.gradient("Wq"))));
+
+  // And plain attention is softmax(q k^T / sqrt(dk)) v, written out here.
+  const auto want = synattn_test::naive_attention(unbiased, x, lengths, x, lengths, BucketBlock());
+  CHECK((a.out - want.out).cwiseAbs().maxCoeff() <= 1e-12 * want.out.cwiseAbs().maxCoeff());
+}
+
+TEST_CASE("talking heads initialised to the identity change nothing", "[attention][talking-heads]") {
+  AttentionOptions o = small_options();
+  o.heads = 3;
+  AttentionOptions th = o;
+  th.talking_heads_pre = GENERATE(false, true);
+  th.talking_heads_post = GENERATE(false, true);
+  Layer plain(o), mixed(th);
+  std::mt19937 rng(9);
+  synattn_test::randomise(plain, rng);
+  copy_shared_parameters(plain, mixed);
+  if (th.talking_heads_pre) CHECK(mixed.mix_pre().isIdentity(0));
+  if (th.talking_heads_post) CHECK(mixed.mix_post().isIdentity(0));
+
+  const std::vector<int> lengths = {5, 2};
+  const MatrixD x = synattn_test::random_matrix(10, 8, rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, 5, 5, plain.num_buckets(), rng);
+  const MatrixD G = synattn_test::random_matrix(10, 8, rng);
+  const Run a = run(plain, x, lengths, x, lengths, buckets, G, false);
+  const Run b = run(mixed, x, lengths, x, lengths, buckets, G, false);
+  const double scale = a.out.cwiseAbs().maxCoeff();
+  CHECK((a.out - b.out).cwiseAbs().maxCoeff() <= 1e-15 * scale);
+  CHECK((a.dx - b.dx).cwiseAbs().maxCoeff() <= 1e-14 * a.dx.cwiseAbs().maxCoeff());
+  for (const char* p : {"Wq", "Wk", "Wv", "Wo", "table", "scale"}) {
+    INFO("gradient of " << p);
+    const MatrixD ga = plain.gradient(p), gb = mixed.gradient(p);
+    CHECK((ga - gb).cwiseAbs().maxCoeff() <= 1e-14 * std::max(ga.cwiseAbs().maxCoeff(), 1e-300));
+  }
+}
+
+TEST_CASE("rows without a visible key give zero probabilities and out = bo, never NaN", "[attention][masking]") {
+  AttentionOptions o = small_options();
+  o.causal = GENERATE(false, true);
+  Layer layer(o);
+  std::mt19937 rng(3);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> lengths = {0, 4, 1};
+  const int n = 4;
+  MatrixD x = synattn_test::random_matrix(3 * n, 8, rng);
+  BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng, 0.0);
+  buckets.row(n + 2).setConstant(-1);  // sequence 1, query 2: every key masked by its bucket
+  Layer::Cache cache;
+  const MatrixD out = layer.forward(x, lengths, buckets, cache);
+  REQUIRE(out.allFinite());
+  const MatrixD bo = layer.bo();
+  for (int r : {0, 1, 2, 3, n + 2, 2 * n + 1, 2 * n + 2, 2 * n + 3}) {
+    INFO("row " << r);
+    CHECK(same_bits(out.row(r), bo));
+  }
+  for (int a = 0; a < 2; ++a) {
+    CHECK(cache.probabilities(0, a).isZero(0));
+    CHECK(cache.probabilities(1, a).row(2).isZero(0));
+    CHECK(cache.probabilities(2, a).bottomRows(3).isZero(0));
+    CHECK(cache.probabilities(2, a)(0, 0) == 1.0);  // a length-1 sequence attends to itself
+  }
+  const MatrixD G = MatrixD::Ones(3 * n, 8);
+  const MatrixD dx = layer.backward(cache, G);
+  CHECK(dx.allFinite());
+  CHECK(dx.topRows(n).isZero(0));
+  CHECK(dx.row(n + 2).isZero(0) == false);  // its key/value rows still feed other queries
+  CHECK(layer.gradients().allFinite());
+  // out = bo on those rows, so dbo counts them.
+  CHECK(layer.gradient("bo").isApprox(MatrixD::Constant(1, 8, 3.0 * n), 1e-15));
+
+  SyntaxBiasedAttention<float> layer_f(o);
+  copy_shared_parameters(layer, layer_f);
+  SyntaxBiasedAttention<float>::Cache cache_f;
+  const MatrixF out_f = layer_f.forward(x.cast<float>(), lengths, buckets, cache_f);
+  CHECK(out_f.allFinite());
+  CHECK(out_f.row(n + 2) == layer_f.bo());
+}
+
+TEST_CASE("causal attention does not look ahead", "[attention][masking]") {
+  AttentionOptions o = small_options();
+  o.causal = true;
+  Layer layer(o);
+  std::mt19937 rng(4);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> lengths = {6};
+  MatrixD x = synattn_test::random_matrix(6, 8, rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, 6, 6, layer.num_buckets(), rng, 0.0);
+  Layer::Cache cache;
+  const MatrixD before = layer.forward(x, lengths, buckets, cache);
+  x.bottomRows(2) = synattn_test::random_matrix(2, 8, rng);
+  const MatrixD after = layer.forward(x, lengths, buckets, cache);
+  CHECK(same_bits(before.topRows(4), after.topRows(4)));
+  CHECK(!before.bottomRows(2).isApprox(after.bottomRows(2)));
+}
+
+TEST_CASE("results are bit-identical whatever the number of threads", "[attention][threads]") {
+#if !defined(_OPENMP)
+  WARN("built without OpenMP: nothing to compare");
+#else
+  const bool cross = GENERATE(false, true);
+  const bool talking = GENERATE(false, true);
+  AttentionOptions o(64, 4);
+  o.key_size = 24;
+  o.bias.bucketing = Bucketing::linear(8);
+  o.bias.per_head = talking;
+  o.talking_heads_pre = o.talking_heads_post = talking;
+  Layer layer(o);
+  std::mt19937 rng(11);
+  synattn_test::randomise(layer, rng);
+  // Large enough to run in parallel: several (sequence, head) tasks, and
+  // projections of more than one row block (chunk_rows(240) = 128).
+  const std::vector<int> lq = {40, 33, 0, 40, 17, 38}, lkv = cross ? std::vector<int>{30, 40, 12, 0, 40, 25} : lq;
+  const int n = 40;
+  const MatrixD xq = synattn_test::random_matrix(6 * n, 64, rng);
+  const MatrixD xkv = synattn_test::random_matrix(6 * n, 64, rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, n, n, layer.num_buckets(), rng);
+  const MatrixD G = synattn_test::random_matrix(6 * n, 64, rng);
+  const int saved = omp_get_max_threads();
+  std::vector<Run> runs;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    runs.push_back(run(layer, xq, lq, xkv, lkv, buckets, G, cross));
+  }
+  omp_set_num_threads(saved);
+  for (std::size_t t = 1; t < runs.size(); ++t) {
+    INFO("1 thread vs " << t + 1 << " threads, cross " << cross << ", talking heads " << talking);
+    CHECK(same_bits(runs[0].out, runs[t].out));
+    CHECK(same_bits(runs[0].probs, runs[t].probs));
+    CHECK(same_bits(runs[0].dx, runs[t].dx));
+    CHECK(same_bits(runs[0].grads, runs[t].grads));
+    if (cross) CHECK(same_bits(runs[0].dmem, runs[t].dmem));
+  }
+#endif
+}
+
+TEST_CASE("one layer serves several batches through separate caches", "[attention][cache]") {
+  AttentionOptions o = small_options();
+  o.talking_heads_post = true;
+  Layer layer(o);
+  std::mt19937 rng(21);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> la = {5, 3}, lb = {2, 4, 4};
+  const MatrixD xa = synattn_test::random_matrix(10, 8, rng), xb = synattn_test::random_matrix(12, 8, rng);
+  const BucketBlock ba = synattn_test::random_buckets(la, la, 5, 5, layer.num_buckets(), rng);
+  const BucketBlock bb = synattn_test::random_buckets(lb, lb, 4, 4, layer.num_buckets(), rng);
+  const MatrixD ga = synattn_test::random_matrix(10, 8, rng), gb = synattn_test::random_matrix(12, 8, rng);
+  const Run ra = run(layer, xa, la, xa, la, ba, ga, false);
+  const Run rb = run(layer, xb, lb, xb, lb, bb, gb, false);
+
+  SECTION("interleaved forwards, then both backwards: gradients add up") {
+    Layer::Cache ca, cb;
+    layer.zero_grad();
+    const MatrixD oa = layer.forward(xa, la, ba, ca);
+    const MatrixD ob = layer.forward(xb, lb, bb, cb);
+    const MatrixD dxb = layer.backward(cb, gb);
+    const MatrixD dxa = layer.backward(ca, ga);
+    CHECK(same_bits(oa, ra.out));
+    CHECK(same_bits(ob, rb.out));
+    CHECK(same_bits(dxa, ra.dx));
+    CHECK(same_bits(dxb, rb.dx));
+    const MatrixD sum = ra.grads + rb.grads;
+    CHECK((MatrixD(layer.gradients()) - sum).cwiseAbs().maxCoeff() <= 1e-13 * sum.cwiseAbs().maxCoeff());
+  }
+  SECTION("backward into caller-owned gradient vectors gives the layer's own gradients") {
+    Layer::Cache ca;
+    layer.forward(xa, la, ba, ca);
+    Eigen::VectorXd mine = Eigen::VectorXd::Zero(layer.parameter_count());
+    MatrixD dx(10, 8);
+    layer.zero_grad();
+    static_cast<const Layer&>(layer).backward(ca, ga, dx, mine);
+    CHECK(layer.gradients().isZero(0));  // untouched
+    CHECK(same_bits(MatrixD(mine.transpose()), MatrixD(ra.grads.transpose())));
+  }
+  SECTION("a cache is reused across shapes without stale state") {
+    Layer::Cache c;
+    layer.forward(xb, lb, bb, c);
+    const MatrixD again = layer.forward(xa, la, ba, c);
+    CHECK(same_bits(again, ra.out));
+    CHECK(same_bits(MatrixD(c.probabilities()), ra.probs));
+    layer.zero_grad();
+    CHECK(same_bits(layer.backward(c, ga), ra.dx));
+  }
+  SECTION("gradients accumulate until zero_grad") {
+    Layer::Cache c;
+    layer.zero_grad();
+    layer.forward(xa, la, ba, c);
+    layer.backward(c, ga);
+    layer.backward(c, ga);
+    CHECK((MatrixD(layer.gradients()) - 2 * ra.grads).cwiseAbs().maxCoeff() <= 1e-13 * ra.grads.cwiseAbs().maxCoeff());
+    layer.zero_grad();
+    CHECK(layer.gradients().isZero(0));
+  }
+}
+
+TEST_CASE("parameters are named views into one flat buffer", "[attention][parameters]") {
+  AttentionOptions o = small_options();
+  o.memory_size = 6;
+  o.bias.per_head = true;
+  o.bias.table_learnable = false;
+  o.talking_heads_pre = o.talking_heads_post = true;
+  Layer layer(o);
+  const std::vector<std::string> names = {"Wq", "Wk", "Wv",    "bq",    "bk",      "bv",
+                                          "Wo", "bo", "table", "scale", "mix_pre", "mix_post"};
+  const std::vector<std::pair<Eigen::Index, Eigen::Index>> shapes = {
+      {10, 8}, {10, 6}, {6, 6}, {1, 10}, {1, 10}, {1, 6}, {8, 6}, {1, 8}, {2, 5}, {1, 1}, {2, 2}, {2, 2}};
+  REQUIRE(layer.parameter_infos().size() == names.size());
+  Eigen::Index total = 0;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const ParameterInfo& p = layer.parameter_infos()[i];
+    INFO("parameter " << i);
+    CHECK(p.name == names[i]);
+    CHECK(p.rows == shapes[i].first);
+    CHECK(p.cols == shapes[i].second);
+    CHECK(p.offset == total);
+    CHECK(p.trainable == (p.name != "table"));
+    total += p.size();
+  }
+  CHECK(layer.parameter_count() == total);
+
+  layer.parameters().setZero();
+  layer.parameters()[layer.parameter_infos()[6].offset + 1] = 3.5;  // Wo(0, 1)
+  CHECK(layer.Wo()(0, 1) == 3.5);
+  int visited = 0;
+  layer.visit_parameters([&](const ParameterInfo& p, Eigen::Map<MatrixD> value, Eigen::Map<MatrixD> grad) {
+    CHECK(value.rows() == p.rows);
+    CHECK(grad.cols() == p.cols);
+    value.setConstant(visited);
+    ++visited;
+  });
+  CHECK(visited == 12);
+  CHECK(layer.bq().isConstant(3.0));
+  CHECK(layer.scale() == 9.0);
+
+  Layer copy = layer;
+  copy.Wq().setConstant(-1.0);
+  CHECK(layer.Wq().isConstant(0.0));
+  CHECK(copy.parameter("Wq").isConstant(-1.0));
+
+  // Loading: shape checks, columns accepted for rows, finiteness.
+  CHECK_NOTHROW(layer.set_parameter("bo", MatrixD::Constant(8, 1, 2.0)));
+  CHECK(layer.bo().isConstant(2.0));
+  CHECK_THROWS_WITH(layer.set_parameter("Wo", MatrixD::Zero(6, 8)), Catch::Contains("'Wo' is 8x6, got a 6x8"));
+  CHECK_THROWS_WITH(layer.set_parameter("W_q", MatrixD::Zero(1, 1)),
+                    Catch::Contains("no parameter named 'W_q'") && Catch::Contains("Wq, Wk"));
+  MatrixD bad = MatrixD::Zero(1, 8);
+  bad(0, 5) = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(layer.set_parameter("bo", bad), Catch::Contains("'bo' element (0, 5) is not finite"));
+}
+
+TEST_CASE("initialisation follows nn.Linear and the options, deterministically per seed", "[attention][parameters]") {
+  AttentionOptions o(12, 3);
+  o.bias.init = TableInit::LinearDecay;
+  o.bias.scale = 0.5;
+  o.talking_heads_post = true;
+  Layer a(o), b(o);
+  CHECK(same_bits(MatrixD(a.parameters().transpose()), MatrixD(b.parameters().transpose())));
+  const double bound = 1 / std::sqrt(12.0);
+  CHECK(a.Wq().cwiseAbs().maxCoeff() <= bound);
+  CHECK(a.Wq().cwiseAbs().maxCoeff() > 0.8 * bound);
+  CHECK(a.bv().cwiseAbs().maxCoeff() <= bound);
+  CHECK(a.table()(0, 3) == -3.0);
+  CHECK(a.scale() == 0.5);
+  CHECK(a.mix_post().isIdentity(0));
+  CHECK_THROWS_AS(a.mix_pre(), synattn::Error);
+  a.reset_parameters(99);
+  CHECK(!a.Wq().isApprox(b.Wq()));
+  CHECK(a.table()(0, 3) == -3.0);
+  CHECK(a.gradients().isZero(0));
+}
+
+TEST_CASE("bad input raises synattn::Error naming the argument and the index", "[attention][errors]") {
+  AttentionOptions o = small_options();
+  Layer layer(o);
+  Layer::Cache cache;
+  const std::vector<int> lengths = {3, 2};
+  const MatrixD x = MatrixD::Zero(6, 8);
+  const BucketBlock ok = BucketBlock::Zero(6, 3);
+  using Catch::Contains;
+
+  CHECK_THROWS_AS(layer.forward(MatrixD::Zero(6, 7), lengths, ok, cache), synattn::Error);
+  CHECK_THROWS_WITH(layer.forward(MatrixD::Zero(6, 7), lengths, ok, cache), Contains("x has 7 columns, expected 8"));
+  CHECK_THROWS_WITH(layer.forward(MatrixD::Zero(7, 8), lengths, ok, cache),
+                    Contains("x has 7 rows, not a multiple of the batch size 2"));
+  CHECK_THROWS_WITH(layer.forward(x, {3, 4}, ok, cache), Contains("lengths[1] = 4 is out of range [0, 3]"));
+  CHECK_THROWS_WITH(layer.forward(x, {-1, 2}, ok, cache), Contains("lengths[0] = -1"));
+  CHECK_THROWS_WITH(layer.forward(x, lengths, BucketBlock::Zero(6, 4), cache),
+                    Contains("buckets is 6x4, expected 6x3"));
+  BucketBlock high = ok;
+  high(4, 2) = 5;  // linear M=4: 5 buckets, valid values [-1, 5)
+  CHECK_THROWS_WITH(layer.forward(x, lengths, high, cache),
+                    Contains("buckets(4, 2) = 5 (sequence 1, query 1, key 2) is out of range [-1, 5)"));
+  BucketBlock low = ok;
+  low(0, 1) = -2;
+  CHECK_THROWS_WITH(layer.forward(x, lengths, low, cache), Contains("buckets(0, 1) = -2"));
+  MatrixD nan = x;
+  nan(4, 6) = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(layer.forward(nan, lengths, ok, cache),
+                    Contains("x(4, 6) = nan is not finite (sequence 1, position 1)"));
+  MatrixD out_wrong(5, 8);
+  CHECK_THROWS_WITH(layer.forward(x, lengths, ok, cache, out_wrong), Contains("out is 5x8, expected 6x8"));
+  CHECK_THROWS_WITH(layer.forward(x, lengths, cache), Contains("pass the bucket block"));
+
+  // Backward.
+  Layer::Cache fresh;
+  CHECK_THROWS_WITH(layer.backward(fresh, x), Contains("the cache holds no forward pass"));
+  layer.forward(x, lengths, ok, cache);
+  CHECK_THROWS_WITH(layer.backward(cache, MatrixD::Zero(6, 5)), Contains("dout is 6x5, expected 6x8"));
+  MatrixD inf = x;
+  inf(2, 0) = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(layer.backward(cache, inf), Contains("dout(2, 0) = inf is not finite"));
+  MatrixD dx_wrong(6, 9), dmem(6, 8);
+  CHECK_THROWS_WITH(layer.backward(cache, x, dx_wrong), Contains("dx is 6x9, expected 6x8"));
+  MatrixD dxq(6, 8);
+  CHECK_THROWS_WITH(layer.backward_cross(cache, x, dxq, dmem), Contains("call backward"));
+  Eigen::VectorXd short_grads(3);
+  MatrixD dx(6, 8);
+  CHECK_THROWS_WITH(static_cast<const Layer&>(layer).backward(cache, x, dx, short_grads),
+                    Contains("gradients has 3 entries"));
+  AttentionOptions other = o;
+  other.talking_heads_pre = true;
+  Layer layer2(other);
+  CHECK_THROWS_WITH(layer2.backward(cache, x), Contains("filled by a layer of another shape"));
+
+  // Cross-attention.
+  CHECK_THROWS_WITH(layer.forward_cross(x, lengths, x, {3}, ok, cache), Contains("lengths_kv has 1"));
+  CHECK_THROWS_WITH(layer.forward_cross(x, lengths, MatrixD::Zero(4, 8), {2, 3}, BucketBlock::Zero(6, 2), cache),
+                    Contains("lengths_kv[1] = 3 is out of range [0, 2]"));
+  AttentionOptions causal = o;
+  causal.causal = true;
+  CHECK_THROWS_WITH(Layer(causal).forward_cross(x, lengths, x, lengths, ok, cache), Contains("self-attention only"));
+  AttentionOptions wide = o;
+  wide.memory_size = 5;
+  CHECK_THROWS_WITH(Layer(wide).forward(x, lengths, ok, cache), Contains("memory_size == d_model"));
+
+  // Options.
+  AttentionOptions bad(10, 3);
+  CHECK_THROWS_WITH(Layer{bad}, Contains("d_model 10 is not divisible by heads 3"));
+  bad.key_size = bad.value_size = 4;
+  CHECK_NOTHROW(Layer{bad});
+  AttentionOptions no_heads(8, 0);
+  CHECK_THROWS_WITH(Layer{no_heads}, Contains("heads must be >= 1"));
+
+  // With checking off, NaN input is the caller's business: no throw.
+  AttentionOptions unchecked = o;
+  unchecked.check_finite = false;
+  CHECK_NOTHROW(Layer(unchecked).forward(nan, lengths, ok, cache));
+}
