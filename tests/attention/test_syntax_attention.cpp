@@ -513,3 +513,38 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
   unchecked.check_finite = false;
   CHECK_NOTHROW(Layer(unchecked).forward(nan, lengths, ok, cache));
 }
+
+TEST_CASE("long sequences computed in row blocks match the reference and any thread count", "[attention][threads]") {
+  // A 300 x 300 double score block is 720 KB, over the 512 KB a forward task
+  // keeps in cache, so the forward pass splits it into row blocks.
+  REQUIRE(synattn::attention_detail::score_block_rows<double>(300, 300) < 300);
+  const bool causal = GENERATE(false, true);
+  AttentionOptions o(8, 2);
+  o.causal = causal;
+  o.bias.bucketing = Bucketing::linear(6);
+  Layer layer(o);
+  std::mt19937 rng(5);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> lengths = {300, 211};
+  const int n = 300;
+  const MatrixD x = synattn_test::random_matrix(2 * n, 8, rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng);
+  const auto want = synattn_test::naive_attention(layer, x, lengths, x, lengths, buckets);
+  Layer::Cache cache;
+  const MatrixD out = layer.forward(x, lengths, buckets, cache);
+  INFO("causal " << causal);
+  CHECK((out - want.out).cwiseAbs().maxCoeff() <= 1e-12 * want.out.cwiseAbs().maxCoeff());
+  CHECK((cache.probabilities() - want.probs).cwiseAbs().maxCoeff() <= 1e-12);
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Layer::Cache serial;
+  const MatrixD out1 = layer.forward(x, lengths, buckets, serial);
+  omp_set_num_threads(2);
+  Layer::Cache parallel;
+  const MatrixD out2 = layer.forward(x, lengths, buckets, parallel);
+  omp_set_num_threads(saved);
+  CHECK(same_bits(out1, out2));
+  CHECK(same_bits(serial.probabilities(), parallel.probabilities()));
+#endif
+}

@@ -45,6 +45,19 @@ constexpr double kSoftmaxWork = 16.0;
 inline std::string shape(Index r, Index c) { return std::to_string(r) + "x" + std::to_string(c); }
 
 // Rows of a contiguous (rows, cols) block inside a buffer of such blocks.
+// Largest forward score block a task works on: big enough that the products
+// stay efficient, small enough to stay in L2 with the K and V panels.
+constexpr Index kScoreBlockBytes = 512 * 1024;
+
+// Query rows per forward task for an (n_q, n_kv) block: all of them while
+// the block fits kScoreBlockBytes, else a multiple of 16 that fits.
+template <class Scalar>
+Index score_block_rows(Index nq, Index nkv) {
+  const Index row_bytes = std::max<Index>(1, nkv) * Index(sizeof(Scalar));
+  if (nq * row_bytes <= kScoreBlockBytes) return std::max<Index>(1, nq);
+  return std::max<Index>(16, (kScoreBlockBytes / row_bytes) / 16 * 16);
+}
+
 template <class Scalar>
 Eigen::Map<RowMajorMatrix<Scalar>> block_of(RowMajorMatrix<Scalar>& buffer, Index block, Index rows, Index cols) {
   return Eigen::Map<RowMajorMatrix<Scalar>>(buffer.data() + block * rows * cols, rows, cols);
@@ -413,37 +426,43 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
   const auto lk_of = [&](Index b) { return static_cast<Index>(c.lengths_kv_[static_cast<std::size_t>(b)]); };
 
   using BlockMap = Eigen::Map<Matrix>;
-  // S (n_q, n_kv) = Q K^T / sqrt(dk) on the valid corner, 0 elsewhere.
-  const auto scores = [&](BlockMap S, Index b, int a) {
-    const Index lq = lq_of(b), lk = lk_of(b);
-    const auto Q = qsrc.block(b * nq, a * dk, lq, dk);
-    const auto K = kvsrc.block(b * nkv, k_off + a * dk, lk, dk);
-    if (lq > 0 && lk > 0) S.topLeftCorner(lq, lk).noalias() = (Q * inv_sqrt_dk_) * K.transpose();
-    S.topRightCorner(lq, nkv - lk).setZero();
-    S.bottomRows(nq - lq).setZero();
+  // The lambdas below work on query rows [r0, r0 + m) of block (b, a); S is
+  // those m rows (m = n_q, r0 = 0 for a whole block). v = the rows that are
+  // real queries (the rest are padding).
+  const auto valid_rows = [&](Index b, Index r0, Index m) {
+    return std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0));
   };
-  // Bias, mask and softmax of the rows of block (b, a), in place.
-  const auto softmax = [&](BlockMap S, Index b, int a) {
-    const Index lq = lq_of(b), lk = lk_of(b);
+  // S (m, n_kv) = Q[r0:r0+m] K^T / sqrt(dk) on the valid corner, 0 elsewhere.
+  const auto scores = [&](BlockMap S, Index b, int a, Index r0) {
+    const Index m = S.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
+    const auto Q = qsrc.block(b * nq + r0, a * dk, v, dk);
+    const auto K = kvsrc.block(b * nkv, k_off + a * dk, lk, dk);
+    if (v > 0 && lk > 0) S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk_) * K.transpose();
+    S.topRightCorner(v, nkv - lk).setZero();
+    S.bottomRows(m - v).setZero();
+  };
+  // Bias, mask and softmax of the rows of S, in place.
+  const auto softmax = [&](BlockMap S, Index b, int a, Index r0) {
+    const Index m = S.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
     Scalar shifted[kMaxTableBuckets + 1];
     if (bias) table.shifted_row(a, shifted);
-    for (Index i = 0; i < lq; ++i) {
-      const Index kend = causal ? std::min(lk, i + 1) : lk;
-      kernels::softmax_row<Scalar>(S.row(i).data(), bias ? c.buckets_.row(b * nq + i).data() : nullptr,
+    for (Index i = 0; i < v; ++i) {
+      const Index kend = causal ? std::min(lk, r0 + i + 1) : lk;
+      kernels::softmax_row<Scalar>(S.row(i).data(), bias ? c.buckets_.row(b * nq + r0 + i).data() : nullptr,
                                    bias ? shifted : nullptr, kend, nkv);
     }
-    S.bottomRows(nq - lq).setZero();
+    S.bottomRows(m - v).setZero();
   };
-  // ctx rows of (b, a) (n_q, dv) = P V on the valid corner, 0 on padding rows.
-  const auto context = [&](BlockMap P, Index b, int a) {
-    const Index lq = lq_of(b), lk = lk_of(b);
-    auto C = c.ctx_.block(b * nq, a * dv, nq, dv);
+  // ctx rows [r0, r0 + m) of head a (m, dv) = P V on the valid corner, 0 on padding rows.
+  const auto context = [&](BlockMap P, Index b, int a, Index r0) {
+    const Index m = P.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
+    auto C = c.ctx_.block(b * nq + r0, a * dv, m, dv);
     const auto V = kvsrc.block(b * nkv, v_off + a * dv, lk, dv);
-    if (lq > 0 && lk > 0)
-      C.topRows(lq).noalias() = P.topLeftCorner(lq, lk) * V;
+    if (v > 0 && lk > 0)
+      C.topRows(v).noalias() = P.topLeftCorner(v, lk) * V;
     else
-      C.topRows(lq).setZero();
-    C.bottomRows(nq - lq).setZero();
+      C.topRows(v).setZero();
+    C.bottomRows(m - v).setZero();
   };
   // dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv): every head's block of
   // sequence b mixed by M.
@@ -464,27 +483,34 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
     // cache (writing each block straight into the big probability buffer and
     // reading it back made these products ~35% slower); P is copied out once
     // for the backward pass, after P V (storing it from the softmax's last
-    // pass instead measured 10-15% slower at n >= 512).
+    // pass instead measured 10-15% slower at n >= 512). Long sequences are
+    // cut into row blocks of at most kScoreBlockBytes so the block still
+    // fits in L2 (a 1024 x 1024 float block is 4 MB). The cut depends on the
+    // shape only, so results stay the same for every thread count.
+    const Index rows = attention_detail::score_block_rows<Scalar>(nq, nkv);
+    const Index row_blocks = (nq + rows - 1) / rows;
     const double work = block * double(dk + dv);
-    c.scratch_.resize(team_size(work) * nq, nkv);
-    parallel_for_threads(tasks, work, [&](Index t, int thread) {
-      const Index b = t / H;
-      const int a = static_cast<int>(t % H);
-      BlockMap S = at(c.scratch_, thread);
-      scores(S, b, a);
-      softmax(S, b, a);
-      context(S, b, a);
-      at(c.probs_, t) = S;
+    c.scratch_.resize(team_size(work) * rows, nkv);
+    parallel_for_threads(tasks * row_blocks, work, [&](Index t, int thread) {
+      const Index task = t / row_blocks, r0 = (t % row_blocks) * rows;
+      const Index b = task / H;
+      const int a = static_cast<int>(task % H);
+      const Index m = std::min(rows, nq - r0);
+      BlockMap S(c.scratch_.data() + Index(thread) * rows * nkv, m, nkv);
+      scores(S, b, a, r0);
+      softmax(S, b, a, r0);
+      context(S, b, a, r0);
+      at(c.probs_, task).middleRows(r0, m) = S;
     });
   } else {
     parallel_for(tasks, block * double(dk),
-                 [&](Index t) { scores(at(pre ? c.raw_ : c.probs_, t), t / H, static_cast<int>(t % H)); });
+                 [&](Index t) { scores(at(pre ? c.raw_ : c.probs_, t), t / H, static_cast<int>(t % H), 0); });
     if (pre) parallel_for(B, block * H, [&](Index b) { mix(c.raw_, c.probs_, id_.pre, b); });
     parallel_for(tasks, block * kSoftmaxWork,
-                 [&](Index t) { softmax(at(c.probs_, t), t / H, static_cast<int>(t % H)); });
+                 [&](Index t) { softmax(at(c.probs_, t), t / H, static_cast<int>(t % H), 0); });
     if (post) parallel_for(B, block * H, [&](Index b) { mix(c.probs_, c.mixed_, id_.post, b); });
     parallel_for(tasks, block * double(dv),
-                 [&](Index t) { context(at(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H)); });
+                 [&](Index t) { context(at(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0); });
   }
 
   // ---- 3. Output projection: out (B*n_q, d) = ctx (B*n_q, h*dv) Wo^T + bo ----
