@@ -1,0 +1,651 @@
+// SyntaxBiasedAttention<float>: forward and forward+backward against the
+// floor of the same GEMMs alone, with the machine's FMA peak for scale.
+//
+//   cmake --preset release && cmake --build --preset release --target bench_attention
+//   build/release/bench/bench_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build/release/bench/bench_attention --synattn_dump=DIR   (distance blocks + manifest for PyTorch)
+//   /usr/bin/python3 tools/bench_attention_table.py          (Markdown table: synattn, BLAS, PyTorch)
+//
+// Benchmarks: fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
+// training shapes and two single-sentence latency shapes (forward only), at
+// T = 1 and 2 threads; plus fma_peak/ISA/omp:T. Each layer iteration is
+// followed by the floor (the layer's own Eigen products on the same shapes,
+// split into the same row blocks and (sequence, head) tasks, and nothing
+// else: no bias, softmax, masks, copies or checks), timed apart; Time is the
+// layer's (manual time). Counters: layer_ms and gemm_ms (median iterations),
+// ratio_to_gemm (their ratio), GFLOPs (the layer's GEMM flops per second),
+// gemm_GFLOPs, fma_peak_GFLOPs (FMA throughput probed between iterations:
+// independent FMA chains, widest ISA compiled in), pct_of_peak, and cpu_util
+// (process CPU time / (wall time x T): below ~0.9 another process took a
+// core, and the numbers are not the layer's). Flops count GEMMs only:
+//   forward  8 B n d^2 + 4 B n^2 d     (QKV and output projections, QK^T, PV)
+//   backward 2x forward                (each product has two adjoint products)
+// The machine these run on is a shared VM whose speed drifts by tens of
+// percent within seconds, hence everything interleaved and the medians.
+//
+// Inputs: real trees, UD English EWT train sentences in file order, packed as
+// forests into exactly n tokens per sequence (the last sentence is cut at n; a
+// word whose head was cut off becomes a root), so no position is padding. The
+// latency shapes (batch 1, n 16 / 32) use the first single sentence of exactly
+// n words instead. Distances -> linear buckets M = 10 (cross-tree pairs land
+// in the last bucket). Weights are the layer's seeded nn.Linear-style draws,
+// the table starts as a linear decay (non-zero, so the bias does something).
+//
+// Threads: OpenMP's team (the layer's parallel_for) and Eigen::setNbThreads
+// both follow omp:THREADS. Built with the `blas` preset (EIGEN_USE_BLAS),
+// OpenBLAS gets --synattn_blas_threads (default 1: the layer calls every
+// product from inside its own OpenMP team, which already uses the cores).
+// GCC 12 reports -Wmaybe-uninitialized inside its own avx512fintrin.h
+// wherever Eigen's AVX-512 GEMM kernels are inlined (_mm512_undefined_ps
+// operands): false positives in system headers this file cannot change.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include <benchmark/benchmark.h>
+
+#include <synattn/attention/syntax_attention.hpp>
+#include <synattn/bias/bucketing.hpp>
+#include <synattn/io/npy.hpp>
+#include <synattn/tree/batch.hpp>
+#include <synattn/tree/conllu.hpp>
+#include <synattn/util/parallel.hpp>
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#if defined(EIGEN_USE_BLAS)
+// Weak, so the program still links against a BLAS that lacks it.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+extern "C" char* openblas_get_config(void) __attribute__((weak));
+#endif
+
+namespace {
+
+using Scalar = float;
+using Matrix = synattn::RowMajorMatrix<Scalar>;
+using Buckets = synattn::RowMajorMatrix<std::int8_t>;
+using synattn::Index;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxDistance = 10;
+
+struct Shape {
+  int batch, n, d_model, heads;
+  bool latency;  // single-sentence inference: forward only, one real sentence
+  std::string name() const {
+    return std::to_string(batch) + "x" + std::to_string(n) + "x" + std::to_string(d_model) + "x" +
+           std::to_string(heads);
+  }
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> all = {
+      {32, 32, 512, 8, false}, {16, 128, 512, 8, false}, {4, 512, 512, 8, false},
+      {1, 1024, 256, 4, false}, {1, 16, 256, 4, true},   {1, 32, 512, 8, true},
+  };
+  return all;
+}
+
+// GEMM flops of one pass (lengths = n, no padding): see the file comment.
+double forward_flops(const Shape& s) {
+  const double tokens = double(s.batch) * s.n, d = s.d_model;
+  return 8.0 * tokens * d * d + 4.0 * tokens * s.n * d;
+}
+double backward_flops(const Shape& s) { return 2.0 * forward_flops(s); }
+
+// ---------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------
+
+int g_blas_threads = 1;  // --synattn_blas_threads; 0: follow the benchmark
+
+void use_threads(int threads) {
+#if defined(_OPENMP)
+  omp_set_num_threads(threads);
+#endif
+  Eigen::setNbThreads(threads);
+#if defined(EIGEN_USE_BLAS)
+  if (openblas_set_num_threads) openblas_set_num_threads(g_blas_threads > 0 ? g_blas_threads : threads);
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// FMA peak: independent accumulator chains, enough of them to cover the FMA
+// latency on every port (4 cycles x 2 ports = 8 in flight on current x86).
+// acc = acc * a + b with a < 1 converges to b / (1 - a): no overflow, no
+// denormals, and the compiler cannot fold the chain away.
+// ---------------------------------------------------------------------------
+
+struct FmaKernel {
+  const char* isa;
+  double flops_per_step;
+  float (*run)(long steps);
+};
+
+#if defined(__AVX512F__)
+float fma_avx512(long steps) {
+  constexpr int kChains = 16;
+  __m512 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(0.01f * static_cast<float>(k));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
+  for (long i = 0; i < steps; ++i)
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+  __m512 sum = acc[0];
+  for (int k = 1; k < kChains; ++k) sum = _mm512_add_ps(sum, acc[k]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__)
+float fma_avx2(long steps) {
+  constexpr int kChains = 12;  // + a, b: 14 of the 16 ymm registers AVX2 has
+  __m256 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(0.01f * static_cast<float>(k));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
+  for (long i = 0; i < steps; ++i)
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  __m256 sum = acc[0];
+  for (int k = 1; k < kChains; ++k) sum = _mm256_add_ps(sum, acc[k]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+#endif
+
+float fma_scalar(long steps) {
+  constexpr int kChains = 8;
+  float acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = 0.01f * static_cast<float>(k);
+  const float a = 0.999f, b = 0.001f;
+  for (long i = 0; i < steps; ++i)
+    for (int k = 0; k < kChains; ++k) acc[k] = acc[k] * a + b;
+  float total = 0;
+  for (float v : acc) total += v;
+  return total;
+}
+
+// Widest first: the one Eigen's products use under this build's -march.
+const std::vector<FmaKernel>& fma_kernels() {
+  static const std::vector<FmaKernel> all = {
+#if defined(__AVX512F__)
+      {"avx512", 16.0 * 16 * 2, fma_avx512},
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+      {"avx2", 12.0 * 8 * 2, fma_avx2},
+#endif
+      {"scalar", 8.0 * 2, fma_scalar},
+  };
+  return all;
+}
+
+volatile float g_sink = 0;
+
+// GFLOP/s of `threads` threads each running the kernel for `steps` steps.
+double fma_run(const FmaKernel& kernel, int threads, long steps) {
+  const auto t0 = Clock::now();
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+  {
+    const float r = kernel.run(steps);
+#pragma omp critical(bench_attention_sink)
+    g_sink = g_sink + r;
+  }
+#else
+  (void)threads;
+  g_sink = g_sink + kernel.run(steps);
+#endif
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return kernel.flops_per_step * double(steps) * threads / seconds * 1e-9;
+}
+
+void BM_FmaPeak(benchmark::State& state, std::size_t kernel, int threads) {
+  const FmaKernel& k = fma_kernels()[kernel];
+  const long steps = 1'000'000;
+  for (auto _ : state) benchmark::DoNotOptimize(fma_run(k, threads, steps));
+  state.counters["GFLOPs"] =
+      benchmark::Counter(k.flops_per_step * double(steps) * threads * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---------------------------------------------------------------------------
+// Trees
+// ---------------------------------------------------------------------------
+
+struct Corpus {
+  std::string path;
+  std::vector<std::vector<int>> sentences;  // canonical heads
+};
+
+const Corpus& corpus() {
+  static const Corpus c = [] {
+    Corpus out;
+    const std::string shared = std::string(SYNATTN_SHARED_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
+    const std::string bundled = std::string(SYNATTN_SOURCE_DIR) + "/examples/data/en_ewt-dev-sample.conllu";
+    out.path = std::ifstream(shared).good() ? shared : bundled;
+    for (const auto& s : synattn::read_conllu(out.path)) out.sentences.push_back(s.heads());
+    return out;
+  }();
+  return c;
+}
+
+// Sentences [next, ...) packed into exactly n tokens; `next` moves past the
+// sentences used (a cut sentence counts as used), wrapping around the corpus.
+std::vector<int> pack_forest(int n, std::size_t& next) {
+  const auto& sentences = corpus().sentences;
+  std::vector<int> heads;
+  while (static_cast<int>(heads.size()) < n) {
+    const int offset = static_cast<int>(heads.size());
+    for (int h : sentences[next]) {
+      if (static_cast<int>(heads.size()) == n) break;
+      heads.push_back(h < 0 || h + offset >= n ? -1 : h + offset);
+    }
+    next = (next + 1) % sentences.size();
+  }
+  return heads;
+}
+
+// The first sentence of exactly n words (or a forest if there is none).
+std::vector<int> single_sentence(int n, std::string& source) {
+  const auto& sentences = corpus().sentences;
+  for (std::size_t k = 0; k < sentences.size(); ++k)
+    if (static_cast<int>(sentences[k].size()) == n) {
+      source = "sentence " + std::to_string(k);
+      return sentences[k];
+    }
+  std::size_t next = 0;
+  source = "forest of sentences from 0";
+  return pack_forest(n, next);
+}
+
+struct Workload {
+  Shape shape;
+  std::vector<synattn::DependencyTree> trees;
+  std::vector<int> lengths;
+  synattn::RowMajorMatrix<std::int8_t> distances;  // (batch * n, n)
+  Buckets buckets;                                 // (batch * n, n)
+  Matrix x, dout;                                  // (batch * n, d_model)
+  std::string source;
+};
+
+const Workload& workload(std::size_t shape_index) {
+  static std::map<std::size_t, std::unique_ptr<Workload>> cache;
+  auto& slot = cache[shape_index];
+  if (slot) return *slot;
+  slot = std::make_unique<Workload>();
+  Workload& w = *slot;
+  w.shape = shapes()[shape_index];
+  const Shape& s = w.shape;
+  if (s.latency) {
+    std::vector<int> heads = single_sentence(s.n, w.source);
+    w.trees.emplace_back(std::move(heads), synattn::Structure::Forest, w.source);
+  } else {
+    std::size_t next = 0;
+    for (int b = 0; b < s.batch; ++b)
+      w.trees.emplace_back(pack_forest(s.n, next), synattn::Structure::Forest, "sequence " + std::to_string(b));
+    w.source = "forests of sentences 0.." + std::to_string(next == 0 ? corpus().sentences.size() - 1 : next - 1);
+  }
+  const synattn::Bucketing bucketing = synattn::Bucketing::linear(kMaxDistance);
+  w.distances.resize(Index(s.batch) * s.n, s.n);
+  w.lengths = synattn::batch_distances<std::int8_t>(w.trees, w.distances, bucketing.cross_distance());
+  w.buckets.resize(w.distances.rows(), w.distances.cols());
+  synattn::bucketize<std::int8_t, std::int8_t>(bucketing, w.distances, w.buckets);
+  std::mt19937 rng(1234 + static_cast<unsigned>(shape_index));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  w.x.resize(Index(s.batch) * s.n, s.d_model);
+  w.dout.resize(w.x.rows(), w.x.cols());
+  for (Index i = 0; i < w.x.size(); ++i) w.x.data()[i] = u(rng);
+  for (Index i = 0; i < w.dout.size(); ++i) w.dout.data()[i] = u(rng);
+  return w;
+}
+
+synattn::AttentionOptions layer_options(const Shape& s) {
+  synattn::AttentionOptions o(s.d_model, s.heads);
+  o.bias.bucketing = synattn::Bucketing::linear(kMaxDistance);
+  o.bias.init = synattn::TableInit::LinearDecay;
+  o.bias.decay = 0.3;
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// The floor: the layer's products and nothing else (no bias, softmax, mask,
+// copies or checks), split into the same row blocks and (sequence, head)
+// tasks with the same parallel helpers, on the same shapes.
+// ---------------------------------------------------------------------------
+
+class GemmFloor {
+ public:
+  explicit GemmFloor(const Workload& w) : s_(w.shape), x_(w.x), dout_(w.dout) {
+    const Index tokens = Index(s_.batch) * s_.n, d = s_.d_model, h = s_.heads;
+    dk_ = d / h;
+    inv_sqrt_dk_ = Scalar(1) / std::sqrt(Scalar(dk_));
+    std::mt19937 rng(99);
+    std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+    const auto fill = [&](Matrix& m, Index r, Index c) {
+      m.resize(r, c);
+      for (Index i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
+    };
+    fill(w_, 3 * d, d);
+    fill(wo_, d, d);
+    qkv_.setZero(tokens, 3 * d);
+    // Stand-in for the layer's stored probabilities (any finite values do).
+    probs_ = Matrix::Constant(Index(s_.batch) * h * s_.n, s_.n, Scalar(1) / Scalar(s_.n));
+    ctx_.setZero(tokens, d);
+    out_.setZero(tokens, d);
+    dctx_.setZero(tokens, d);
+    dwo_.setZero(d, d);
+    dqkv_.setZero(tokens, 3 * d);
+    dw_.setZero(3 * d, d);
+    dx_.setZero(tokens, d);
+  }
+
+  // Mirrors the layer's forward: S is computed into a per-thread scratch block
+  // (query row blocks of at most 512 KB, like
+  // attention_detail::score_block_rows), P V reads it from there, and P is
+  // stored to the probability buffer only by the layer (a copy, not a GEMM).
+  void forward() {
+    using synattn::parallel_chunks;
+    const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk;
+    // qkv (B*n, 3d) = x (B*n, d) [Wq; Wk; Wv]^T
+    parallel_chunks(x_.rows(), double(w_.size()), [&](Index r0, Index m) {
+      qkv_.middleRows(r0, m).noalias() = x_.middleRows(r0, m) * w_.transpose();
+    });
+    // per (b, a, row block): S (m, n) = Q K^T / sqrt(dk); ctx (m, dv) = S V
+    const Index rows = score_rows(), row_blocks = (n + rows - 1) / rows;
+    const double work = block_work() * double(2 * dk);
+    scratch_.resize(Index(synattn::team_size(work)) * rows, n);
+    synattn::parallel_for_threads(Index(s_.batch) * H * row_blocks, work, [&](Index t, int thread) {
+      const Index task = t / row_blocks, r0 = (t % row_blocks) * rows, m = std::min(rows, n - r0);
+      const Index b = task / H, a = task % H;
+      Eigen::Map<Matrix> S(scratch_.data() + Index(thread) * rows * n, m, n);
+      const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
+      const auto K = qkv_.block(b * n, hdk + a * dk, n, dk);
+      const auto V = qkv_.block(b * n, 2 * hdk + a * dk, n, dk);
+      S.noalias() = (Q * inv_sqrt_dk_) * K.transpose();
+      ctx_.block(b * n + r0, a * dk, m, dk).noalias() = S * V;
+    });
+    // out (B*n, d) = ctx Wo^T
+    parallel_chunks(ctx_.rows(), double(wo_.size()), [&](Index r0, Index m) {
+      out_.middleRows(r0, m).noalias() = ctx_.middleRows(r0, m) * wo_.transpose();
+    });
+  }
+
+  // Mirrors the layer's backward: dP and dS live in a per-thread (n, n)
+  // scratch block; P is read from the stored probabilities.
+  void backward() {
+    using synattn::parallel_chunks;
+    const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk, d = s_.d_model;
+    // dctx (B*n, d) = G Wo; dWo (d, d) += G^T ctx
+    parallel_chunks(dout_.rows(), double(wo_.size()), [&](Index r0, Index m) {
+      dctx_.middleRows(r0, m).noalias() = dout_.middleRows(r0, m) * wo_;
+    });
+    parallel_chunks(d, double(dout_.rows()) * double(d), [&](Index r0, Index m) {
+      dwo_.middleRows(r0, m).noalias() += dout_.middleCols(r0, m).transpose() * ctx_;
+    });
+    // per (b, a): dP = dC V^T, dV = P^T dC, dQ = dS K / sqrt(dk), dK = dS^T Q / sqrt(dk)
+    const double work = block_work() * double(4 * dk);
+    scratch_.resize(Index(synattn::team_size(work)) * n, n);
+    synattn::parallel_for_threads(Index(s_.batch) * H, work, [&](Index t, int thread) {
+      const Index b = t / H, a = t % H;
+      Eigen::Map<Matrix> dS(scratch_.data() + Index(thread) * n * n, n, n);
+      Eigen::Map<const Matrix> P(probs_.data() + t * n * n, n, n);
+      const auto Q = qkv_.block(b * n, a * dk, n, dk);
+      const auto K = qkv_.block(b * n, hdk + a * dk, n, dk);
+      const auto V = qkv_.block(b * n, 2 * hdk + a * dk, n, dk);
+      const auto dC = dctx_.block(b * n, a * dk, n, dk);
+      dS.noalias() = dC * V.transpose();
+      dqkv_.block(b * n, 2 * hdk + a * dk, n, dk).noalias() = P.transpose() * dC;
+      dqkv_.block(b * n, a * dk, n, dk).noalias() = (dS * inv_sqrt_dk_) * K;
+      dqkv_.block(b * n, hdk + a * dk, n, dk).noalias() = (dS.transpose() * inv_sqrt_dk_) * Q;
+    });
+    // dW (3d, d) += dqkv^T x; dx (B*n, d) = dqkv [Wq; Wk; Wv]
+    parallel_chunks(dw_.rows(), double(x_.rows()) * double(d), [&](Index r0, Index m) {
+      dw_.middleRows(r0, m).noalias() += dqkv_.middleCols(r0, m).transpose() * x_;
+    });
+    parallel_chunks(dqkv_.rows(), double(w_.size()), [&](Index r0, Index m) {
+      dx_.middleRows(r0, m).noalias() = dqkv_.middleRows(r0, m) * w_;
+    });
+  }
+
+  const Matrix& out() const { return out_; }
+
+ private:
+  // Multiply-adds of all (sequence, head) blocks per unit of inner size: the
+  // work estimate the layer hands parallel_for.
+  double block_work() const { return double(s_.batch) * s_.heads * double(s_.n) * double(s_.n); }
+  // Query rows per forward score block: all n while an (n, n) float block
+  // fits 512 KB (L2 with the K and V panels), else a multiple of 16 that does.
+  Index score_rows() const {
+    const Index row_bytes = Index(s_.n) * Index(sizeof(Scalar)), budget = 512 * 1024;
+    if (s_.n * row_bytes <= budget) return s_.n;
+    return std::max<Index>(16, budget / row_bytes / 16 * 16);
+  }
+
+  Shape s_;
+  const Matrix& x_;
+  const Matrix& dout_;
+  Index dk_ = 0;
+  Scalar inv_sqrt_dk_ = 1;
+  Matrix w_, wo_, qkv_, probs_, scratch_, ctx_, out_, dctx_, dwo_, dqkv_, dw_, dx_;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// ---------------------------------------------------------------------------
+// Benchmarks
+// ---------------------------------------------------------------------------
+
+// One iteration runs the layer (timed: the benchmark's manual time) and then
+// the floor (timed apart). Interleaving matters on a shared 2-core VM whose
+// speed drifts by tens of percent within seconds: a floor measured at another
+// moment would make the ratio meaningless.
+void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, int threads) {
+  const Workload& w = workload(shape_index);
+  use_threads(threads);
+  synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
+  const auto run_layer = [&] {
+    layer.forward(w.x, w.lengths, w.buckets, cache, out);
+    if (backward) layer.backward(cache, w.dout, dx);
+  };
+  GemmFloor floor(w);
+  const auto run_floor = [&] {
+    floor.forward();
+    if (backward) floor.backward();
+  };
+  run_layer();  // sizes the cache's buffers
+  run_floor();
+  if (!out.allFinite() || (backward && !dx.allFinite())) {
+    state.SkipWithError("non-finite layer output");
+    return;
+  }
+  // The FMA peak is probed between iterations too (the VM's clock drifts, so
+  // a peak from another moment would skew pct_of_peak), but only once the
+  // layer has run 4x the probe's time since the last one: cheap for
+  // microsecond-sized latency cases.
+  const FmaKernel& probe = fma_kernels().front();
+  const long probe_steps = static_cast<long>(2e8 / probe.flops_per_step);
+  double since_probe = 1e300, probe_s = 0;
+  std::vector<double> layer_s, floor_s, peak_gflops;
+  const std::clock_t cpu0 = std::clock();
+  const auto wall0 = Clock::now();
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    run_layer();
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+    const auto t1 = Clock::now();
+    run_floor();
+    benchmark::DoNotOptimize(floor.out().data());
+    benchmark::ClobberMemory();
+    const auto t2 = Clock::now();
+    const double l = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(l);
+    layer_s.push_back(l);
+    floor_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    since_probe += l;
+    if (since_probe >= 4 * probe_s) {
+      peak_gflops.push_back(fma_run(probe, threads, probe_steps));
+      probe_s = probe.flops_per_step * double(probe_steps) * threads * 1e-9 / peak_gflops.back();
+      since_probe = 0;
+    }
+  }
+  // Process CPU time over wall time x threads: well below 1 means another
+  // process had one of "our" cores, and the run should be repeated.
+  const double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+  const double flops = forward_flops(w.shape) + (backward ? backward_flops(w.shape) : 0.0);
+  const double layer_median = median(layer_s), floor_median = median(floor_s);
+  const double peak = median(peak_gflops);
+  state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["layer_ms"] = layer_median * 1e3;  // median iteration (Time is the mean)
+  state.counters["gemm_ms"] = floor_median * 1e3;
+  state.counters["ratio_to_gemm"] = layer_median / floor_median;
+  state.counters["gemm_GFLOPs"] = flops * 1e-9 / floor_median;
+  state.counters["fma_peak_GFLOPs"] = peak;
+  state.counters["pct_of_peak"] = 100.0 * flops * 1e-9 / layer_median / peak;
+  state.counters["cpu_util"] = cpu / (wall * threads);
+  state.SetLabel(w.source);
+}
+
+void register_all() {
+  const std::vector<int> thread_counts = {1, 2};
+  for (std::size_t k = 0; k < fma_kernels().size(); ++k)
+    for (int t : thread_counts)
+      benchmark::RegisterBenchmark(
+          ("fma_peak/" + std::string(fma_kernels()[k].isa) + "/omp:" + std::to_string(t)).c_str(), BM_FmaPeak, k, t)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+  for (std::size_t i = 0; i < shapes().size(); ++i) {
+    const Shape& s = shapes()[i];
+    for (int pass = 0; pass < (s.latency ? 1 : 2); ++pass)
+      for (int t : thread_counts) {
+        const std::string name = std::string(pass ? "fwdbwd" : "fwd") + "/" + s.name() + "/omp:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Layer, i, pass == 1, t)
+            ->UseManualTime()
+            ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
+      }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// --synattn_dump=DIR: the distance blocks, for pytorch_reference.py
+// ---------------------------------------------------------------------------
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int dump(const std::string& dir) {
+  std::ostringstream manifest;
+  manifest << "{\n  \"treebank\": " << json_string(corpus().path) << ",\n  \"max_distance\": " << kMaxDistance
+           << ",\n  \"cross_distance\": " << synattn::Bucketing::linear(kMaxDistance).cross_distance()
+           << ",\n  \"shapes\": [\n";
+  for (std::size_t i = 0; i < shapes().size(); ++i) {
+    const Workload& w = workload(i);
+    const Shape& s = w.shape;
+    const std::string file = "dist_" + s.name() + ".npy";
+    synattn::write_npy<std::int8_t>(dir + "/" + file, w.distances.data(),
+                                    {std::size_t(s.batch), std::size_t(s.n), std::size_t(s.n)});
+    manifest << "    {\"name\": " << json_string(s.name()) << ", \"batch\": " << s.batch << ", \"n\": " << s.n
+             << ", \"d_model\": " << s.d_model << ", \"heads\": " << s.heads
+             << ", \"latency\": " << (s.latency ? "true" : "false") << ", \"dist\": " << json_string(file)
+             << ", \"lengths\": [";
+    for (std::size_t b = 0; b < w.lengths.size(); ++b) manifest << (b ? ", " : "") << w.lengths[b];
+    manifest << "], \"source\": " << json_string(w.source) << "}" << (i + 1 < shapes().size() ? "," : "") << "\n";
+  }
+  manifest << "  ]\n}\n";
+  std::ofstream out(dir + "/manifest.json");
+  out << manifest.str();
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s/manifest.json\n", dir.c_str());
+    return 1;
+  }
+  std::printf("wrote %zu distance blocks and manifest.json to %s\n", shapes().size(), dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  std::string dump_dir;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--synattn_dump=", 0) == 0) {
+      dump_dir = a.substr(std::strlen("--synattn_dump="));
+    } else if (a.rfind("--synattn_blas_threads=", 0) == 0) {
+      g_blas_threads = std::atoi(a.c_str() + std::strlen("--synattn_blas_threads="));
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  try {
+    if (!dump_dir.empty()) return dump(dump_dir);
+    register_all();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_attention: %s\n", e.what());
+    return 1;
+  }
+#if defined(EIGEN_USE_BLAS)
+  std::string gemm = "OpenBLAS (EIGEN_USE_BLAS)";
+  if (openblas_get_corename) gemm += std::string(", core ") + openblas_get_corename();
+  if (openblas_get_config) gemm += std::string(", ") + openblas_get_config();
+  gemm += ", blas threads " + (g_blas_threads > 0 ? std::to_string(g_blas_threads) : std::string("= omp"));
+#else
+  const std::string gemm = "Eigen";
+#endif
+  benchmark::AddCustomContext("gemm", gemm);
+  benchmark::AddCustomContext("eigen_simd", Eigen::SimdInstructionSetsInUse());
+  benchmark::AddCustomContext("fma_kernel", fma_kernels().front().isa);
+  benchmark::AddCustomContext("trees", corpus().path);
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
