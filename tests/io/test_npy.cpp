@@ -11,12 +11,12 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/json_lite.hpp"
 #include "support/shared_data.hpp"
 
 using synattn::NpyArray;
@@ -131,51 +131,6 @@ std::size_t product(const Shape& shape) {
   std::size_t n = 1;
   for (std::size_t d : shape) n *= d;
   return n;
-}
-
-// --- a minimal reader for the two flat objects of config.json we need ------
-
-std::map<std::string, std::string> json_object(const std::string& json, const std::string& key) {
-  std::map<std::string, std::string> out;
-  std::size_t p = json.find("\"" + key + "\"");
-  REQUIRE(p != std::string::npos);
-  p = json.find('{', p);
-  REQUIRE(p != std::string::npos);
-  ++p;
-  const auto skip = [&] {
-    while (p < json.size() && std::isspace(static_cast<unsigned char>(json[p]))) ++p;
-  };
-  for (;;) {
-    skip();
-    REQUIRE(p < json.size());
-    if (json[p] == '}') break;
-    if (json[p] == ',') {
-      ++p;
-      continue;
-    }
-    REQUIRE(json[p] == '"');
-    const std::size_t name_end = json.find('"', p + 1);
-    const std::string name = json.substr(p + 1, name_end - p - 1);
-    p = json.find(':', name_end) + 1;
-    skip();
-    const char close = json[p] == '[' ? ']' : '"';
-    const std::size_t end = json.find(close, p + 1);
-    REQUIRE(end != std::string::npos);
-    out[name] = json.substr(p + 1, end - p - 1);
-    p = end + 1;
-  }
-  return out;
-}
-
-Shape int_list(const std::string& text) {
-  Shape out;
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.find_first_not_of(" \n") == std::string::npos) continue;
-    out.push_back(static_cast<std::size_t>(std::stoull(item)));
-  }
-  return out;
 }
 
 }  // namespace
@@ -427,20 +382,21 @@ TEST_CASE("the writer switches to version 2.0 only when the header needs it", "[
 TEST_CASE("every golden array reads with the shape and dtype config.json lists", "[io][npy][golden]") {
   const std::string name = GENERATE("tiny", "padded", "perhead_log", "causal", "directed");
   const std::string dir = "golden/mha/" + name + "/";
-  const std::string config = slurp(synattn_test::shared_path(dir + "config.json"));
-  const auto shapes = json_object(config, "shapes");
-  const auto dtypes = json_object(config, "dtypes");
+  const auto config = synattn_test::json::parse_file(synattn_test::shared_path(dir + "config.json"));
+  const auto& shapes = config["shapes"].as_object();
+  const auto& dtypes = config["dtypes"];
   REQUIRE(shapes.size() >= 29);
-  REQUIRE(shapes.size() == dtypes.size());
+  REQUIRE(shapes.size() == dtypes.as_object().size());
 
   for (const auto& entry : shapes) {
     const std::string& array = entry.first;
-    const std::string& shape_text = entry.second;
+    Shape want_shape;
+    for (const auto& d : entry.second.as_array()) want_shape.push_back(static_cast<std::size_t>(d.as_int()));
     CAPTURE(name, array);
     const std::string path = synattn_test::shared_path(dir + array + ".npy");
     const NpyArray a = read_npy(path);
-    CHECK(a.shape() == int_list(shape_text));
-    CHECK(synattn::npy_dtype_name(a.dtype()) == dtypes.at(array));
+    CHECK(a.shape() == want_shape);
+    CHECK(synattn::npy_dtype_name(a.dtype()) == dtypes[array].as_string());
     // np.save wrote these files; writing what we read must give them back.
     std::ostringstream again(std::ios::binary);
     write_npy(again, a);
@@ -450,9 +406,7 @@ TEST_CASE("every golden array reads with the shape and dtype config.json lists",
   // The values decode too, not only the headers.
   const auto lengths = read_npy(synattn_test::shared_path(dir + "lengths.npy")).to_vector<long>();
   std::vector<long> config_lengths;
-  const std::size_t open = config.find("\"lengths\": [") + 12;
-  for (std::size_t v : int_list(config.substr(open, config.find(']', open) - open)))
-    config_lengths.push_back(static_cast<long>(v));
+  for (const auto& v : config["lengths"].as_array()) config_lengths.push_back(v.as_int());
   CHECK(lengths == config_lengths);
 }
 
