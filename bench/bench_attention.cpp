@@ -33,8 +33,9 @@
 //
 // Threads: OpenMP's team (the layer's parallel_for) and Eigen::setNbThreads
 // both follow omp:THREADS. Built with the `blas` preset (EIGEN_USE_BLAS),
-// OpenBLAS gets --synattn_blas_threads (default 1: the layer calls every
-// product from inside its own OpenMP team, which already uses the cores).
+// OpenBLAS gets --synattn_blas_threads (default 1: the layer calls its large
+// products from inside its own OpenMP team, which already uses the cores;
+// OpenBLAS threads = 2 inside a 2-thread team measured 2-6x slower).
 // GCC 12 reports -Wmaybe-uninitialized inside its own avx512fintrin.h
 // wherever Eigen's AVX-512 GEMM kernels are inlined (_mm512_undefined_ps
 // operands): false positives in system headers this file cannot change.

@@ -113,10 +113,12 @@ def main():
     ap.add_argument("--no-default-kernel", action="store_true",
                     help="skip PyTorch with OpenBLAS's own CPU detection")
     ap.add_argument("--pytorch-runs", type=int, default=7)
-    ap.add_argument("--quiet-wait", type=float, default=120.0)
+    ap.add_argument("--quiet-wait", type=float, default=30.0,
+                    help="max seconds to wait for idle cores before each measurement")
     ap.add_argument("--min-time", default=None, help="--benchmark_min_time for the C++ runs")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="measure every case this many times in a row (columns: median over rounds)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every case this many times in a row (columns: median over rounds); "
+                         "3 is steadier but takes ~3x the ~20 min of one round")
     ap.add_argument("--shapes", nargs="*", help="only these shapes (e.g. 32x32x512x8)")
     ap.add_argument("--json", help="write every raw number here")
     args = ap.parse_args()
