@@ -9,6 +9,11 @@ packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev)
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)
 fi
+# The attention benchmark's extras: the `blas` preset (OpenBLAS) and the
+# PyTorch reference (Debian's python3-torch, run with /usr/bin/python3).
+if [[ "${SYNATTN_WITH_BENCH_EXTRAS:-0}" == 1 ]]; then
+  packages+=(libopenblas-dev python3-torch python3-numpy)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
