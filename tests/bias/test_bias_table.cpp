@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "support/gradcheck.hpp"
+
 using synattn::BiasTable;
 using synattn::BiasTableOptions;
 using synattn::Bucketing;
@@ -138,18 +140,10 @@ TEST_CASE("the gather's adjoint sums score gradients per bucket, times s, and gi
       if (std::isfinite(bias.data()[i])) l += bias.data()[i] * G.data()[i];
     return l;
   };
-  const double eps = 1e-6;
-  for (int k = 0; k < 7; ++k) {
-    double& v = t.table()(row, k);
-    const double saved = v;
-    v = saved + eps;
-    const double up = loss();
-    v = saved - eps;
-    const double down = loss();
-    v = saved;
-    CHECK(t.table_gradient()(row, k) == Approx((up - down) / (2 * eps)).margin(1e-8));
-  }
-  const double s = t.scale();
+  const auto table_check = synattn_test::check_gradient("table", t.table().row(row), t.table_gradient().row(row), loss);
+  INFO(table_check.describe());
+  CHECK(table_check.passes(1e-8, 1e-10));
+  const double eps = 1e-6, s = t.scale();
   t.set_scale(s + eps);
   const double up = loss();
   t.set_scale(s - eps);
