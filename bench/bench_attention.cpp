@@ -1,4 +1,5 @@
-// SyntaxBiasedAttention<float>: forward and forward+backward against the
+// SyntaxBiasedAttention<float>: forward (inference: infer()) and
+// forward+backward (forward() with its cache, then backward()) against the
 // floor of the same GEMMs alone, with the machine's FMA peak for scale.
 //
 //   cmake --preset release && cmake --build --preset release --target bench_attention
@@ -402,8 +403,10 @@ class GemmFloor {
     });
   }
 
-  // Mirrors the layer's backward: dP and dS live in a per-thread (n, n)
-  // scratch block; P is read from the stored probabilities.
+  // Mirrors the layer's backward: one task per (sequence, head) walks the
+  // query rows in the forward's row blocks; dP and dS live in a per-thread
+  // (rows, n) scratch block, dK and dV add up each block's share; P is read
+  // from the stored probabilities.
   void backward() {
     using synattn::parallel_chunks;
     const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk, d = s_.d_model;
@@ -416,19 +419,30 @@ class GemmFloor {
     });
     // per (b, a): dP = dC V^T, dV = P^T dC, dQ = dS K / sqrt(dk), dK = dS^T Q / sqrt(dk)
     const double work = block_work() * double(4 * dk);
-    scratch_.resize(Index(synattn::team_size(work)) * n, n);
+    const Index rows = score_rows();
+    scratch_.resize(Index(synattn::team_size(work)) * rows, n);
     synattn::parallel_for_threads(Index(s_.batch) * H, work, [&](Index t, int thread) {
       const Index b = t / H, a = t % H;
-      Eigen::Map<Matrix> dS(scratch_.data() + Index(thread) * n * n, n, n);
-      Eigen::Map<const Matrix> P(probs_.data() + t * n * n, n, n);
-      const auto Q = qkv_.block(b * n, a * dk, n, dk);
       const auto K = qkv_.block(b * n, hdk + a * dk, n, dk);
       const auto V = qkv_.block(b * n, 2 * hdk + a * dk, n, dk);
-      const auto dC = dctx_.block(b * n, a * dk, n, dk);
-      dS.noalias() = dC * V.transpose();
-      dqkv_.block(b * n, 2 * hdk + a * dk, n, dk).noalias() = P.transpose() * dC;
-      dqkv_.block(b * n, a * dk, n, dk).noalias() = (dS * inv_sqrt_dk_) * K;
-      dqkv_.block(b * n, hdk + a * dk, n, dk).noalias() = (dS.transpose() * inv_sqrt_dk_) * Q;
+      auto dV = dqkv_.block(b * n, 2 * hdk + a * dk, n, dk);
+      auto dK = dqkv_.block(b * n, hdk + a * dk, n, dk);
+      for (Index r0 = 0; r0 < n; r0 += rows) {
+        const Index m = std::min(rows, n - r0);
+        Eigen::Map<Matrix> dS(scratch_.data() + Index(thread) * rows * n, m, n);
+        Eigen::Map<const Matrix> P(probs_.data() + (t * n + r0) * n, m, n);
+        const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
+        const auto dC = dctx_.block(b * n + r0, a * dk, m, dk);
+        dS.noalias() = dC * V.transpose();
+        if (r0 == 0) {
+          dV.noalias() = P.transpose() * dC;
+          dK.noalias() = (dS.transpose() * inv_sqrt_dk_) * Q;
+        } else {
+          dV.noalias() += P.transpose() * dC;
+          dK.noalias() += (dS.transpose() * inv_sqrt_dk_) * Q;
+        }
+        dqkv_.block(b * n + r0, a * dk, m, dk).noalias() = (dS * inv_sqrt_dk_) * K;
+      }
     });
     // dW (3d, d) += dqkv^T x; dx (B*n, d) = dqkv [Wq; Wk; Wv]
     parallel_chunks(dw_.rows(), double(x_.rows()) * double(d), [&](Index r0, Index m) {
@@ -482,9 +496,15 @@ void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, i
   synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
   synattn::AttentionCache<Scalar> cache;
   Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
+  // The forward-only pass is inference (nothing kept for a backward pass),
+  // like PyTorch's forward under torch.no_grad() in pytorch_reference.py.
   const auto run_layer = [&] {
-    layer.forward(w.x, w.lengths, w.buckets, cache, out);
-    if (backward) layer.backward(cache, w.dout, dx);
+    if (backward) {
+      layer.forward(w.x, w.lengths, w.buckets, cache, out);
+      layer.backward(cache, w.dout, dx);
+    } else {
+      layer.infer(w.x, w.lengths, w.buckets, cache, out);
+    }
   };
   GemmFloor floor(w);
   const auto run_floor = [&] {

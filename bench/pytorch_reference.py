@@ -25,7 +25,8 @@ prints the BLAS it loaded and the kernel OpenBLAS runs, and checks that kernel
 against float64 before timing anything.
 
 Timings: forward under torch.no_grad() (the cheapest forward PyTorch has; the
-C++ forward also fills its backward cache); forward+backward with
+C++ side times its inference forward, infer(), which likewise keeps nothing
+for a backward pass); forward+backward with
 x.requires_grad, grads reset to None, out.backward(G). Per case: warm-up, then
 --runs timed runs of enough iterations to last --min-time seconds each; the
 median per-iteration time is reported. Before each case the child waits

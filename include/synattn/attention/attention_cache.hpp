@@ -52,6 +52,7 @@ class AttentionCache {
   friend class SyntaxBiasedAttention<Scalar>;
 
   bool filled_ = false;
+  bool inference_ = false;  // last used as infer()'s workspace: nothing to differentiate
   bool cross_ = false;
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
   int heads_ = 0;
@@ -67,7 +68,8 @@ class AttentionCache {
   Matrix mixed_;                         // post-mixing talking heads: mixed P
   Matrix ctx_;                           // (batch * n_q, h*dv)
   RowMajorMatrix<std::int8_t> buckets_;  // (batch * n_q, n_kv) when the layer has a syntax bias
-  Matrix scratch_;                       // (threads * n_q, n_kv): one cache-resident score block per thread
+  Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
+  std::vector<Scalar> inv_sum_;          // (threads * rows): 1 / softmax row sums of the scratch blocks
 
   // Backward workspace.
   Matrix dctx_;         // (batch * n_q, h*dv)

@@ -80,6 +80,15 @@ class SyntaxBiasedAttention {
   // Without a bucket block (a layer built with syntax_bias = false).
   Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache) const;
 
+  // Inference: the same output as forward(), without keeping anything for a
+  // backward pass (no probabilities stored, no copies of x or buckets), so it
+  // is faster and needs less memory. `workspace` only lends its buffers (one
+  // per concurrent call); backward() on it throws.
+  void infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+             const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace, Eigen::Ref<Matrix> out) const;
+  Matrix infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+               const Eigen::Ref<const BucketBlock>& buckets) const;
+
   // dout: (batch * n, d_model) = dL/dout. Adds every parameter gradient into
   // gradients() and writes dL/dx into dx (batch * n, d_model). Padding query
   // rows get dx = 0; dbo sums dout over all rows (out = bo on padding rows).
@@ -103,6 +112,13 @@ class SyntaxBiasedAttention {
   Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
                        const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
                        const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
+  // Inference for cross-attention (see infer()).
+  void infer_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                   const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace, Eigen::Ref<Matrix> out) const;
+  Matrix infer_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                     const Eigen::Ref<const BucketBlock>& buckets) const;
   // Writes dL/dx_q and dL/dmemory; adds the parameter gradients.
   void backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
                       Eigen::Ref<Matrix> dmemory);
@@ -185,9 +201,17 @@ class SyntaxBiasedAttention {
   static void check_output(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols);
 
   // Computation (implementation file).
-  void prepare_cache(Cache& cache, bool cross, Index batch, Index n_q, Index n_kv, const std::vector<int>& lengths_q,
-                     const std::vector<int>& lengths_kv) const;
-  void forward_core(Cache& cache, Eigen::Ref<Matrix> out) const;
+  Index check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                          const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols) const;
+  void check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                          const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                          const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols, Index& n_q,
+                          Index& n_kv) const;
+  void prepare_cache(Cache& cache, bool cross, bool training, Index batch, Index n_q, Index n_kv,
+                     const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
+  // x_kv is null for self-attention; `training` keeps P for backward().
+  void forward_core(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
+                    const Eigen::Ref<const BucketBlock>& buckets, bool training, Eigen::Ref<Matrix> out) const;
   void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
                      Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
   BiasTableRef<Scalar> table_ref(Scalar* gradients) const;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../util/parallel.hpp"
-#include "softmax.hpp"
+#include "../kernels/attention_rows.hpp"
 
 namespace synattn {
 
@@ -230,6 +230,9 @@ void SyntaxBiasedAttention<Scalar>::check_output(const char* fn, const char* nam
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& c, bool cross,
                                                    const Eigen::Ref<const Matrix>& dout, Index gradient_size) const {
+  if (c.inference_)
+    throw Error(std::string(fn) + ": the cache was last used by infer(), which keeps nothing to differentiate; "
+                                  "call forward() before backward()");
   if (c.empty()) throw Error(std::string(fn) + ": the cache holds no forward pass");
   if (c.cross_ != cross)
     throw Error(std::string(fn) + ": the cache holds a " + (c.cross_ ? "cross" : "self") +
@@ -253,11 +256,54 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
 // ---------------------------------------------------------------------------
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, Index batch, Index n_q, Index n_kv,
-                                                  const std::vector<int>& lengths_q,
+Index SyntaxBiasedAttention<Scalar>::check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x,
+                                                       const std::vector<int>& lengths,
+                                                       const Eigen::Ref<const BucketBlock>& buckets, Index out_rows,
+                                                       Index out_cols) const {
+  if (dm_kv_ != options_.d_model)
+    throw Error(std::string(fn) + ": self-attention needs memory_size == d_model (the layer has memory_size " +
+                std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  const Index batch = static_cast<Index>(lengths.size());
+  Index n = 0;
+  check_tokens(fn, "x", x, batch, options_.d_model, n);
+  check_lengths(fn, "lengths", lengths, n);
+  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n, n);
+  check_output(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
+  check_finite(fn, "x", x, n);
+  return n;
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q,
+                                                       const std::vector<int>& lengths_q,
+                                                       const Eigen::Ref<const Matrix>& memory,
+                                                       const std::vector<int>& lengths_kv,
+                                                       const Eigen::Ref<const BucketBlock>& buckets, Index out_rows,
+                                                       Index out_cols, Index& n_q, Index& n_kv) const {
+  if (options_.causal)
+    throw Error(std::string(fn) + ": causal masking is defined for self-attention only (options.causal is set)");
+  const Index batch = static_cast<Index>(lengths_q.size());
+  if (static_cast<Index>(lengths_kv.size()) != batch)
+    throw Error(std::string(fn) + ": lengths_q has " + std::to_string(batch) + " entries but lengths_kv has " +
+                std::to_string(lengths_kv.size()) + "; both give one length per sequence");
+  check_tokens(fn, "x_q", x_q, batch, options_.d_model, n_q);
+  check_tokens(fn, "memory", memory, batch, dm_kv_, n_kv);
+  check_lengths(fn, "lengths_q", lengths_q, n_q);
+  check_lengths(fn, "lengths_kv", lengths_kv, n_kv);
+  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n_q, n_kv);
+  check_output(fn, "out", out_rows, out_cols, batch * n_q, options_.d_model);
+  check_finite(fn, "x_q", x_q, n_q);
+  check_finite(fn, "memory", memory, n_kv);
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, bool training, Index batch, Index n_q,
+                                                  Index n_kv, const std::vector<int>& lengths_q,
                                                   const std::vector<int>& lengths_kv) const {
   const Index h = options_.heads;
+  const bool mixing = options_.talking_heads_pre || options_.talking_heads_post;
   c.filled_ = false;
+  c.inference_ = !training;
   c.cross_ = cross;
   c.batch_ = batch;
   c.n_q_ = n_q;
@@ -266,13 +312,15 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, Index ba
   c.lengths_q_ = lengths_q;
   c.lengths_kv_ = lengths_kv;
   c.qkv_.resize(batch * n_q, cross ? h * dk_ : h * (2 * dk_ + dv_));
-  if (cross) {
+  if (cross)
     c.kv_.resize(batch * n_kv, h * (dk_ + dv_));
-  } else {
-    c.x_kv_.resize(0, 0);
+  else
     c.kv_.resize(0, 0);
-  }
-  c.probs_.resize(batch * h * n_q, n_kv);
+  // Inference without talking heads never leaves the per-thread score blocks.
+  if (training || mixing)
+    c.probs_.resize(batch * h * n_q, n_kv);
+  else
+    c.probs_.resize(0, 0);
   if (options_.talking_heads_pre)
     c.raw_.resize(c.probs_.rows(), n_kv);
   else
@@ -282,7 +330,9 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, Index ba
   else
     c.mixed_.resize(0, 0);
   c.ctx_.resize(batch * n_q, h * dv_);
-  if (!options_.syntax_bias) c.buckets_.resize(0, 0);
+  if (!training || !cross) c.x_kv_.resize(0, 0);
+  if (!training) c.x_q_.resize(0, 0);
+  if (!training || !options_.syntax_bias) c.buckets_.resize(0, 0);
 }
 
 template <class Scalar>
@@ -290,20 +340,12 @@ void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, c
                                             const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
                                             Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::forward";
-  if (dm_kv_ != options_.d_model)
-    throw Error(std::string(fn) + ": self-attention needs memory_size == d_model (the layer has memory_size " +
-                std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
   const Index batch = static_cast<Index>(lengths.size());
-  Index n = 0;
-  check_tokens(fn, "x", x, batch, options_.d_model, n);
-  check_lengths(fn, "lengths", lengths, n);
-  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n, n);
-  check_output(fn, "out", out.rows(), out.cols(), batch * n, options_.d_model);
-  check_finite(fn, "x", x, n);
-  prepare_cache(cache, false, batch, n, n, lengths, lengths);
-  cache.x_q_ = x;
+  prepare_cache(cache, false, true, batch, n, n, lengths, lengths);
+  cache.x_q_ = x;  // dW{q,k,v} need x in backward()
   if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(cache, out);
+  forward_core(cache, x, nullptr, buckets, true, out);
   cache.filled_ = true;
 }
 
@@ -326,6 +368,26 @@ typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::fo
 }
 
 template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                                          const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace,
+                                          Eigen::Ref<Matrix> out) const {
+  const char* fn = "SyntaxBiasedAttention::infer";
+  const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
+  prepare_cache(workspace, false, false, static_cast<Index>(lengths.size()), n, n, lengths, lengths);
+  forward_core(workspace, x, nullptr, buckets, false, out);
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::infer(
+    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+    const Eigen::Ref<const BucketBlock>& buckets) const {
+  Cache workspace;
+  Matrix out(x.rows(), options_.d_model);
+  infer(x, lengths, buckets, workspace, out);
+  return out;
+}
+
+template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>& x_q,
                                                   const std::vector<int>& lengths_q,
                                                   const Eigen::Ref<const Matrix>& memory,
@@ -333,26 +395,13 @@ void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>
                                                   const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
                                                   Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::forward_cross";
-  if (options_.causal)
-    throw Error(std::string(fn) + ": causal masking is defined for self-attention only (options.causal is set)");
-  const Index batch = static_cast<Index>(lengths_q.size());
-  if (static_cast<Index>(lengths_kv.size()) != batch)
-    throw Error(std::string(fn) + ": lengths_q has " + std::to_string(batch) + " entries but lengths_kv has " +
-                std::to_string(lengths_kv.size()) + "; both give one length per sequence");
   Index n_q = 0, n_kv = 0;
-  check_tokens(fn, "x_q", x_q, batch, options_.d_model, n_q);
-  check_tokens(fn, "memory", memory, batch, dm_kv_, n_kv);
-  check_lengths(fn, "lengths_q", lengths_q, n_q);
-  check_lengths(fn, "lengths_kv", lengths_kv, n_kv);
-  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n_q, n_kv);
-  check_output(fn, "out", out.rows(), out.cols(), batch * n_q, options_.d_model);
-  check_finite(fn, "x_q", x_q, n_q);
-  check_finite(fn, "memory", memory, n_kv);
-  prepare_cache(cache, true, batch, n_q, n_kv, lengths_q, lengths_kv);
+  check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
+  prepare_cache(cache, true, true, static_cast<Index>(lengths_q.size()), n_q, n_kv, lengths_q, lengths_kv);
   cache.x_q_ = x_q;
   cache.x_kv_ = memory;
   if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(cache, out);
+  forward_core(cache, x_q, &memory, buckets, true, out);
   cache.filled_ = true;
 }
 
@@ -365,15 +414,42 @@ typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::fo
   return out;
 }
 
-// The forward pass proper, on a cache holding validated inputs. Phases:
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::infer_cross(const Eigen::Ref<const Matrix>& x_q,
+                                                const std::vector<int>& lengths_q,
+                                                const Eigen::Ref<const Matrix>& memory,
+                                                const std::vector<int>& lengths_kv,
+                                                const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace,
+                                                Eigen::Ref<Matrix> out) const {
+  const char* fn = "SyntaxBiasedAttention::infer_cross";
+  Index n_q = 0, n_kv = 0;
+  check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
+  prepare_cache(workspace, true, false, static_cast<Index>(lengths_q.size()), n_q, n_kv, lengths_q, lengths_kv);
+  forward_core(workspace, x_q, &memory, buckets, false, out);
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::infer_cross(
+    const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q, const Eigen::Ref<const Matrix>& memory,
+    const std::vector<int>& lengths_kv, const Eigen::Ref<const BucketBlock>& buckets) const {
+  Cache workspace;
+  Matrix out(x_q.rows(), options_.d_model);
+  infer_cross(x_q, lengths_q, memory, lengths_kv, buckets, workspace, out);
+  return out;
+}
+
+// The forward pass proper, on validated inputs. Phases:
 //   1. projections over all tokens (fixed row blocks),
 //   2. per (sequence, head): scores, [pre-mix per sequence], bias + mask +
 //      softmax, [post-mix per sequence], P V,
 //   3. output projection.
-// Without talking heads phase 2 is one task per (sequence, head), so each
-// score block is produced, normalised and consumed while it is in cache.
+// Without talking heads phase 2 is one task per (sequence, head, row block),
+// so each score block is produced, normalised and consumed while in cache.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> out) const {
+void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<const Matrix>& x_q,
+                                                 const Eigen::Ref<const Matrix>* x_kv,
+                                                 const Eigen::Ref<const BucketBlock>& buckets, bool training,
+                                                 Eigen::Ref<Matrix> out) const {
   using attention_detail::block_of;
   using attention_detail::kSoftmaxWork;
   const Index B = c.batch_, nq = c.n_q_, nkv = c.n_kv_, dk = dk_, dv = dv_;
@@ -396,7 +472,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
     const ConstMap w(params + wq.offset, c.qkv_.cols(), options_.d_model);
     const ConstRow b(params + bq.offset, c.qkv_.cols());
     parallel_chunks(B * nq, double(w.size()), [&](Index r0, Index m) {
-      c.qkv_.middleRows(r0, m).noalias() = c.x_q_.middleRows(r0, m) * w.transpose();
+      c.qkv_.middleRows(r0, m).noalias() = x_q.middleRows(r0, m) * w.transpose();
       c.qkv_.middleRows(r0, m).rowwise() += b;
     });
   } else {
@@ -406,11 +482,11 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
     const ConstMap w_kv(params + wk.offset, c.kv_.cols(), dm_kv_);
     const ConstRow b_kv(params + bk.offset, c.kv_.cols());
     parallel_chunks(B * nq, double(w_q.size()), [&](Index r0, Index m) {
-      c.qkv_.middleRows(r0, m).noalias() = c.x_q_.middleRows(r0, m) * w_q.transpose();
+      c.qkv_.middleRows(r0, m).noalias() = x_q.middleRows(r0, m) * w_q.transpose();
       c.qkv_.middleRows(r0, m).rowwise() += b_q;
     });
     parallel_chunks(B * nkv, double(w_kv.size()), [&](Index r0, Index m) {
-      c.kv_.middleRows(r0, m).noalias() = c.x_kv_.middleRows(r0, m) * w_kv.transpose();
+      c.kv_.middleRows(r0, m).noalias() = x_kv->middleRows(r0, m) * w_kv.transpose();
       c.kv_.middleRows(r0, m).rowwise() += b_kv;
     });
   }
@@ -422,6 +498,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
   // ---- 2. Attention per (sequence, head) ----
   const BiasTableRef<Scalar> table =
       bias ? table_ref(nullptr) : BiasTableRef<Scalar>(options_.bias, H, nullptr, nullptr, nullptr, nullptr);
+  const int slots = bias ? num_buckets() + 1 : 0;
   const auto lq_of = [&](Index b) { return static_cast<Index>(c.lengths_q_[static_cast<std::size_t>(b)]); };
   const auto lk_of = [&](Index b) { return static_cast<Index>(c.lengths_kv_[static_cast<std::size_t>(b)]); };
 
@@ -432,36 +509,40 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
   const auto valid_rows = [&](Index b, Index r0, Index m) {
     return std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0));
   };
-  // S (m, n_kv) = Q[r0:r0+m] K^T / sqrt(dk) on the valid corner, 0 elsewhere.
+  // S (m, n_kv) = Q[r0:r0+m] K^T / sqrt(dk) on the valid rows (their keys
+  // past the length are left to the softmax, which zeroes them).
   const auto scores = [&](BlockMap S, Index b, int a, Index r0) {
     const Index m = S.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
     const auto Q = qsrc.block(b * nq + r0, a * dk, v, dk);
     const auto K = kvsrc.block(b * nkv, k_off + a * dk, lk, dk);
     if (v > 0 && lk > 0) S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk_) * K.transpose();
-    S.topRightCorner(v, nkv - lk).setZero();
-    S.bottomRows(m - v).setZero();
   };
-  // Bias, mask and softmax of the rows of S, in place.
-  const auto softmax = [&](BlockMap S, Index b, int a, Index r0) {
-    const Index m = S.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
+  // Bias, mask and softmax numerators of the valid rows of S, in place;
+  // inv[i] = 1 / row sum (0 on padding rows and rows with no visible key).
+  const auto numerators = [&](BlockMap S, Index b, int a, Index r0, Scalar* inv) {
+    const Index m = S.rows(), v = valid_rows(b, r0, m);
     Scalar shifted[kMaxTableBuckets + 1];
     if (bias) table.shifted_row(a, shifted);
-    for (Index i = 0; i < v; ++i) {
-      const Index kend = causal ? std::min(lk, r0 + i + 1) : lk;
-      kernels::softmax_row<Scalar>(S.row(i).data(), bias ? c.buckets_.row(b * nq + r0 + i).data() : nullptr,
-                                   bias ? shifted : nullptr, kend, nkv);
-    }
+    const std::int8_t* bk = bias ? buckets.data() + (b * nq + r0) * buckets.outerStride() : nullptr;
+    kernels::softmax_numerators<Scalar>(S.data(), nkv, bk, bias ? buckets.outerStride() : 0,
+                                        bias ? shifted : nullptr, slots, v, lk_of(b), causal ? r0 : -1, nkv, inv);
+    std::fill(inv + v, inv + m, Scalar(0));
     S.bottomRows(m - v).setZero();
   };
-  // ctx rows [r0, r0 + m) of head a (m, dv) = P V on the valid corner, 0 on padding rows.
-  const auto context = [&](BlockMap P, Index b, int a, Index r0) {
+  // ctx rows [r0, r0 + m) of head a (m, dv) = P V on the valid corner, 0 on
+  // padding rows; with `inv`, P holds numerators and each row is scaled
+  // afterwards (m x dv multiplies instead of m x n_kv).
+  const auto context = [&](BlockMap P, Index b, int a, Index r0, const Scalar* inv) {
     const Index m = P.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
     auto C = c.ctx_.block(b * nq + r0, a * dv, m, dv);
     const auto V = kvsrc.block(b * nkv, v_off + a * dv, lk, dv);
-    if (v > 0 && lk > 0)
+    if (v > 0 && lk > 0) {
       C.topRows(v).noalias() = P.topLeftCorner(v, lk) * V;
-    else
+      if (inv)
+        for (Index i = 0; i < v; ++i) C.row(i) *= inv[i];
+    } else {
       C.topRows(v).setZero();
+    }
     C.bottomRows(m - v).setZero();
   };
   // dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv): every head's block of
@@ -481,36 +562,51 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, Eigen::Ref<Matrix> ou
   if (!pre && !post) {
     // Scores, softmax and P V in a per-thread scratch block that stays in
     // cache (writing each block straight into the big probability buffer and
-    // reading it back made these products ~35% slower); P is copied out once
-    // for the backward pass, after P V (storing it from the softmax's last
-    // pass instead measured 10-15% slower at n >= 512). Long sequences are
-    // cut into row blocks of at most kScoreBlockBytes so the block still
-    // fits in L2 (a 1024 x 1024 float block is 4 MB). The cut depends on the
-    // shape only, so results stay the same for every thread count.
+    // reading it back made these products ~35% slower). P V uses the softmax
+    // numerators and scales the (m, dv) result; training copies P out
+    // normalised, once, after P V. Long sequences are cut into row blocks of
+    // at most kScoreBlockBytes so the block still fits in L2 (a 1024 x 1024
+    // float block is 4 MB). The cut depends on the shape only, so results
+    // stay the same for every thread count.
     const Index rows = attention_detail::score_block_rows<Scalar>(nq, nkv);
     const Index row_blocks = (nq + rows - 1) / rows;
     const double work = block * double(dk + dv);
-    c.scratch_.resize(team_size(work) * rows, nkv);
+    const int team = team_size(work);
+    c.scratch_.resize(team * rows, nkv);
+    c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
     parallel_for_threads(tasks * row_blocks, work, [&](Index t, int thread) {
       const Index task = t / row_blocks, r0 = (t % row_blocks) * rows;
       const Index b = task / H;
       const int a = static_cast<int>(task % H);
       const Index m = std::min(rows, nq - r0);
       BlockMap S(c.scratch_.data() + Index(thread) * rows * nkv, m, nkv);
+      Scalar* inv = c.inv_sum_.data() + Index(thread) * rows;
       scores(S, b, a, r0);
-      softmax(S, b, a, r0);
-      context(S, b, a, r0);
-      at(c.probs_, task).middleRows(r0, m) = S;
+      numerators(S, b, a, r0, inv);
+      context(S, b, a, r0, inv);
+      if (training) {
+        auto P = at(c.probs_, task).middleRows(r0, m);
+        for (Index i = 0; i < m; ++i) P.row(i) = S.row(i) * inv[i];
+      }
     });
   } else {
-    parallel_for(tasks, block * double(dk),
-                 [&](Index t) { scores(at(pre ? c.raw_ : c.probs_, t), t / H, static_cast<int>(t % H), 0); });
+    parallel_for(tasks, block * double(dk), [&](Index t) {
+      BlockMap S = at(pre ? c.raw_ : c.probs_, t);
+      S.setZero();  // the mixing reads every entry
+      scores(S, t / H, static_cast<int>(t % H), 0);
+    });
     if (pre) parallel_for(B, block * H, [&](Index b) { mix(c.raw_, c.probs_, id_.pre, b); });
-    parallel_for(tasks, block * kSoftmaxWork,
-                 [&](Index t) { softmax(at(c.probs_, t), t / H, static_cast<int>(t % H), 0); });
+    c.inv_sum_.resize(static_cast<std::size_t>(tasks * nq));
+    parallel_for(tasks, block * kSoftmaxWork, [&](Index t) {
+      BlockMap P = at(c.probs_, t);
+      Scalar* inv = c.inv_sum_.data() + t * nq;
+      numerators(P, t / H, static_cast<int>(t % H), 0, inv);
+      for (Index i = 0; i < nq; ++i) P.row(i) *= inv[i];
+    });
     if (post) parallel_for(B, block * H, [&](Index b) { mix(c.probs_, c.mixed_, id_.post, b); });
-    parallel_for(tasks, block * double(dv),
-                 [&](Index t) { context(at(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0); });
+    parallel_for(tasks, block * double(dv), [&](Index t) {
+      context(at(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0, nullptr);
+    });
   }
 
   // ---- 3. Output projection: out (B*n_q, d) = ctx (B*n_q, h*dv) Wo^T + bo ----
@@ -630,56 +726,64 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
 
   using BlockMap = Eigen::Map<Matrix>;
   using ConstBlockMap = Eigen::Map<const Matrix>;
-  // dP~ (n_q, n_kv) = dctx V^T on the valid corner (0 elsewhere); dV (n_kv, dv) = P~^T dctx.
-  const auto context_backward = [&](BlockMap dP, ConstBlockMap P, Index b, int a) {
-    const Index lq = lq_of(b), lk = lk_of(b);
-    const auto dC = c.dctx_.block(b * nq, a * dv, lq, dv);        // (lq, dv)
+  // Sums task t's interleaved histogram copies into copy 0, in a fixed order.
+  const auto fold_histogram = [&](Index t) {
+    Scalar* hist = c.hist_.row(t).data();
+    for (int k = 1; k < kernels::kHistogramCopies; ++k)
+      for (Index s = 0; s < nb1; ++s) hist[s] += hist[k * hist_stride + s];
+  };
+  // dP~ rows [r0, r0 + m) (m, n_kv) = dctx V^T on the valid corner (0
+  // elsewhere); dV (n_kv, dv) (+)= P~[r0:r0+m]^T dctx[r0:r0+m], added when
+  // `accumulate` (a later row block).
+  const auto context_backward = [&](BlockMap dP, ConstBlockMap P, Index b, int a, Index r0, bool accumulate) {
+    const Index m = dP.rows(), v = std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0)), lk = lk_of(b);
+    const auto dC = c.dctx_.block(b * nq + r0, a * dv, v, dv);   // (v, dv)
     const auto V = kvsrc.block(b * nkv, v_off + a * dv, lk, dv);  // (lk, dv)
     auto dV = dkvsrc.block(b * nkv, v_off + a * dv, nkv, dv);     // (n_kv, dv)
-    if (lq > 0 && lk > 0) {
-      dP.topLeftCorner(lq, lk).noalias() = dC * V.transpose();              // (lq, lk)
-      dV.topRows(lk).noalias() = P.topLeftCorner(lq, lk).transpose() * dC;  // (lk, dv)
-    } else {
+    if (v > 0 && lk > 0) {
+      dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk)
+      if (accumulate)
+        dV.topRows(lk).noalias() += P.topLeftCorner(v, lk).transpose() * dC;  // (lk, dv)
+      else
+        dV.topRows(lk).noalias() = P.topLeftCorner(v, lk).transpose() * dC;
+    } else if (!accumulate) {
       dV.topRows(lk).setZero();
     }
-    dP.topRightCorner(lq, nkv - lk).setZero();
-    dP.bottomRows(nq - lq).setZero();
-    dV.bottomRows(nkv - lk).setZero();
+    dP.topRightCorner(v, nkv - lk).setZero();
+    dP.bottomRows(m - v).setZero();
+    if (!accumulate) dV.bottomRows(nkv - lk).setZero();
   };
-  // dS = softmax backward of rows (b, a) in place of dP; histogram of dS per bucket.
-  const auto softmax_backward = [&](BlockMap dS, Index b, int a) {  // dS: (n_q, n_kv)
-    const Index lq = lq_of(b), lk = lk_of(b);
-    const auto P = block_of(c.probs_, b * H + a, nq, nkv);                 // (n_q, n_kv)
-    Scalar* hist = table_grads ? c.hist_.row(b * H + a).data() : nullptr;  // copies x (nb + 1)
-    if (hist) std::fill(hist, hist + kernels::kHistogramCopies * nb1, Scalar(0));
-    for (Index i = 0; i < lq; ++i) {
-      const Index kend = causal ? std::min(lk, i + 1) : lk;
-      kernels::softmax_backward_row<Scalar>(P.row(i).data(), dS.row(i).data(), kend, nkv);
-      if (hist)
-        kernels::bucket_histogram_row<Scalar>(dS.row(i).data(), c.buckets_.row(b * nq + i).data(), kend, hist,
-                                              hist_stride);
-    }
-    dS.bottomRows(nq - lq).setZero();
-    if (hist)  // fold the interleaved copies into copy 0, in a fixed order
-      for (int k = 1; k < kernels::kHistogramCopies; ++k)
-        for (Index s = 0; s < nb1; ++s) hist[s] += hist[k * hist_stride + s];
+  // dS = softmax backward of query rows [r0, r0 + m) of block (b, a), in
+  // place of dP; the bucket sums of dS are added to the task's histogram.
+  const auto softmax_backward = [&](BlockMap dS, Index b, int a, Index r0) {  // dS: (m, n_kv)
+    const Index m = dS.rows(), v = std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0));
+    const auto P = block_of(c.probs_, b * H + a, nq, nkv).middleRows(r0, m);  // (m, n_kv)
+    Scalar* hist = table_grads ? c.hist_.row(b * H + a).data() : nullptr;     // copies x (nb + 1)
+    const std::int8_t* bk = bias ? c.buckets_.row(b * nq + r0).data() : nullptr;
+    kernels::softmax_backward<Scalar>(P.data(), nkv, dS.data(), nkv, bk, nkv, v, lk_of(b), causal ? r0 : -1, nkv,
+                                      hist, hist_stride, static_cast<int>(nb1));
+    dS.bottomRows(m - v).setZero();
   };
-  // dQ (n_q, dk) = dR K / sqrt(dk), dK (n_kv, dk) = dR^T Q / sqrt(dk); padding rows 0.
-  const auto score_backward = [&](ConstBlockMap dR, Index b, int a) {  // dR: (n_q, n_kv)
-    const Index lq = lq_of(b), lk = lk_of(b);
-    const auto Q = qsrc.block(b * nq, a * dk, lq, dk);            // (lq, dk)
+  // dQ rows [r0, r0 + m) (m, dk) = dS K / sqrt(dk); dK (n_kv, dk) (+)= dS^T
+  // Q[r0:r0+m] / sqrt(dk), added when `accumulate` (a later row block).
+  const auto score_backward = [&](ConstBlockMap dR, Index b, int a, Index r0, bool accumulate) {  // dR: (m, n_kv)
+    const Index m = dR.rows(), v = std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0)), lk = lk_of(b);
+    const auto Q = qsrc.block(b * nq + r0, a * dk, v, dk);        // (v, dk)
     const auto K = kvsrc.block(b * nkv, k_off + a * dk, lk, dk);  // (lk, dk)
-    auto dQ = dqsrc.block(b * nq, a * dk, nq, dk);                // (n_q, dk)
+    auto dQ = dqsrc.block(b * nq + r0, a * dk, m, dk);            // (m, dk)
     auto dK = dkvsrc.block(b * nkv, k_off + a * dk, nkv, dk);     // (n_kv, dk)
-    if (lq > 0 && lk > 0) {
-      dQ.topRows(lq).noalias() = (dR.topLeftCorner(lq, lk) * inv_sqrt_dk_) * K;              // (lq, dk)
-      dK.topRows(lk).noalias() = (dR.topLeftCorner(lq, lk).transpose() * inv_sqrt_dk_) * Q;  // (lk, dk)
+    if (v > 0 && lk > 0) {
+      dQ.topRows(v).noalias() = (dR.topLeftCorner(v, lk) * inv_sqrt_dk_) * K;  // (v, dk)
+      if (accumulate)
+        dK.topRows(lk).noalias() += (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk_) * Q;  // (lk, dk)
+      else
+        dK.topRows(lk).noalias() = (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk_) * Q;
     } else {
-      dQ.topRows(lq).setZero();
-      dK.topRows(lk).setZero();
+      dQ.topRows(v).setZero();
+      if (!accumulate) dK.topRows(lk).setZero();
     }
-    dQ.bottomRows(nq - lq).setZero();
-    dK.bottomRows(nkv - lk).setZero();
+    dQ.bottomRows(m - v).setZero();
+    if (!accumulate) dK.bottomRows(nkv - lk).setZero();
   };
   // Talking-heads adjoint for sequence b: partial dM (h, h) = dY_b Xin_b^T and
   // dX_b (h, n_q*n_kv) = M^T dY_b, for Y = M X.
@@ -700,24 +804,40 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   const auto at = [&](Matrix& buffer, Index t) { return block_of(buffer, t, nq, nkv); };
   const auto cat = [&](const Matrix& buffer, Index t) { return block_of(buffer, t, nq, nkv); };
   if (!pre && !post) {
-    // dP, then dS, live in a per-thread scratch block that stays in cache.
+    // dP, then dS, live in a per-thread scratch block that stays in cache:
+    // one task per (sequence, head) walks the query rows in blocks of at
+    // most kScoreBlockBytes (like the forward), adding each block's share of
+    // dK and dV, so even n = 1024 works in L2. The cut depends on the shape
+    // only: the same sums in the same order for every thread count.
+    const Index rows = attention_detail::score_block_rows<Scalar>(nq, nkv);
     const double work = block * double(2 * (dk + dv));
-    c.scratch_.resize(team_size(work) * nq, nkv);
+    c.scratch_.resize(team_size(work) * rows, nkv);
     c.dscore_.resize(0, 0);
     parallel_for_threads(tasks, work, [&](Index t, int thread) {
       const Index b = t / H;
       const int a = static_cast<int>(t % H);
-      BlockMap dS = at(c.scratch_, thread);
-      context_backward(dS, cat(c.probs_, t), b, a);
-      softmax_backward(dS, b, a);
-      score_backward(ConstBlockMap(dS.data(), nq, nkv), b, a);
+      if (table_grads) std::fill(c.hist_.row(t).data(), c.hist_.row(t).data() + c.hist_.cols(), Scalar(0));
+      const Index lq = lq_of(b);
+      for (Index r0 = 0; r0 < std::max<Index>(lq, 1); r0 += rows) {
+        const Index m = std::min(rows, nq - r0);
+        BlockMap dS(c.scratch_.data() + Index(thread) * rows * nkv, m, nkv);
+        const bool later = r0 > 0;
+        context_backward(dS, ConstBlockMap(cat(c.probs_, t).middleRows(r0, m).data(), m, nkv), b, a, r0, later);
+        softmax_backward(dS, b, a, r0);
+        score_backward(ConstBlockMap(dS.data(), m, nkv), b, a, r0, later);
+      }
+      // Query rows past the last valid block are padding: dQ = 0 there.
+      const Index done = std::min(nq, (std::max<Index>(lq, 1) + rows - 1) / rows * rows);
+      dqsrc.block(b * nq + done, a * dk, nq - done, dk).setZero();
+      if (table_grads) fold_histogram(t);
     });
   } else {
     // dscore_ <- dP~; [post] dscore2_ <- dP; dS in the buffer holding dP;
     // [pre] dR into the other buffer.
     c.dscore_.resize(c.probs_.rows(), nkv);
     parallel_for(tasks, block * double(2 * dv), [&](Index t) {
-      context_backward(at(c.dscore_, t), cat(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H));
+      context_backward(at(c.dscore_, t), cat(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0,
+                       false);
     });
     Matrix* dP = &c.dscore_;
     if (post) {
@@ -725,14 +845,19 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
       dP = &c.dscore2_;
     }
     parallel_for(tasks, block * kSoftmaxWork,
-                 [&](Index t) { softmax_backward(at(*dP, t), t / H, static_cast<int>(t % H)); });
+                 [&](Index t) {
+                   if (table_grads)
+                     std::fill(c.hist_.row(t).data(), c.hist_.row(t).data() + c.hist_.cols(), Scalar(0));
+                   softmax_backward(at(*dP, t), t / H, static_cast<int>(t % H), 0);
+                   if (table_grads) fold_histogram(t);
+                 });
     Matrix* dR = dP;
     if (pre) {
       dR = dP == &c.dscore_ ? &c.dscore2_ : &c.dscore_;
       parallel_for(B, block * 2 * H, [&](Index b) { mix_backward(*dP, c.raw_, *dR, id_.pre, 0, b); });
     }
     parallel_for(tasks, block * double(2 * dk),
-                 [&](Index t) { score_backward(cat(*dR, t), t / H, static_cast<int>(t % H)); });
+                 [&](Index t) { score_backward(cat(*dR, t), t / H, static_cast<int>(t % H), 0, false); });
   }
 
   // ---- 3. Input projections ----

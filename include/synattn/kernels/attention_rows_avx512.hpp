@@ -1,0 +1,358 @@
+// synattn — the attention row kernels with AVX-512 (F, BW, VL, DQ), float
+// and double: the same functions, arguments and results as
+// kernels/attention_rows_portable.hpp (its comment states the conventions),
+// which tests compare this file against. Compiled only when the compiler
+// targets AVX-512; kernels/attention_rows.hpp picks it then.
+//
+// Why these are faster than the portable loops:
+// - The bias gather is a register permute: the <= 16 (float) / <= 8 (double)
+//   entry table sits in one register and vpermps looks up 16 keys at once
+//   (vpermt2ps for <= 32 / 16 entries, a hardware gather beyond), instead of
+//   one scalar load per key.
+// - Row tails use masked loads and stores, so there is no scalar epilogue.
+// - The backward's bucket histogram keeps one accumulator register per bucket
+//   (up to 16 buckets: every default linear table) and adds each packet of
+//   dscores under a compare mask, instead of a scalar scatter per key with
+//   store-to-load chains; the registers are reduced once per block of rows.
+#ifndef SYNATTN_KERNELS_ATTENTION_ROWS_AVX512_HPP
+#define SYNATTN_KERNELS_ATTENTION_ROWS_AVX512_HPP
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define SYNATTN_HAVE_AVX512_KERNELS 1
+
+#include <Eigen/Core>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "attention_rows_portable.hpp"
+
+namespace synattn {
+namespace kernels {
+namespace avx512 {
+namespace detail {
+
+// One packet of Scalar and its key-bucket indices.
+template <class Scalar>
+struct Ops;
+
+template <>
+struct Ops<float> {
+  using V = __m512;
+  using I = __m512i;  // 16 x int32 indices
+  using M = __mmask16;
+  static constexpr Index lanes = 16;
+  static M tail(Index r) noexcept { return static_cast<M>((1u << r) - 1u); }  // r < 16
+  static M prefix(Index r) noexcept { return r >= lanes ? static_cast<M>(0xFFFFu) : tail(r); }
+  static V zero() noexcept { return _mm512_setzero_ps(); }
+  static V set1(float v) noexcept { return _mm512_set1_ps(v); }
+  static V load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static V load(const float* p, M m) noexcept { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, V v) noexcept { _mm512_storeu_ps(p, v); }
+  static void store(float* p, V v, M m) noexcept { _mm512_mask_storeu_ps(p, m, v); }
+  static V add(V a, V b) noexcept { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) noexcept { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) noexcept { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) noexcept { return _mm512_fmadd_ps(a, b, c); }
+  static V max(V a, V b) noexcept { return _mm512_max_ps(a, b); }
+  static V mask_max(V src, M m, V a, V b) noexcept { return _mm512_mask_max_ps(src, m, a, b); }
+  static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
+  static M ge(V a, V b) noexcept { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+  static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
+  static V exp(V a) noexcept { return Eigen::internal::pexp<Eigen::internal::Packet16f>(a); }
+  // Butterfly reductions; GCC 12's _mm512_reduce_* trip -Wuninitialized.
+  template <class Op>
+  static float reduce(V a, Op op) noexcept {
+    // The all-lanes masked forms: the unmasked ones trip GCC 12's
+    // -Wuninitialized on their _mm512_undefined_ps() source.
+    a = op(a, _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, a, 0x4E));  // swap 256-bit halves
+    a = op(a, _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, a, 0xB1));  // swap 128-bit lanes
+    a = op(a, _mm512_mask_permute_ps(a, 0xFFFF, a, 0x4E));        // swap 64-bit pairs
+    a = op(a, _mm512_mask_permute_ps(a, 0xFFFF, a, 0xB1));        // swap neighbours
+    return _mm512_cvtss_f32(a);
+  }
+  static float reduce_max(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_max_ps(x, y); }); }
+  static float reduce_add(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_add_ps(x, y); }); }
+  // Slot indices (bucket + 1) of 16 keys.
+  static I slots(const std::int8_t* b) noexcept {
+    const __m512i i = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    return _mm512_add_epi32(i, _mm512_set1_epi32(1));
+  }
+  static I slots(const std::int8_t* b, M m) noexcept {
+    const __m512i i = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b));
+    return _mm512_add_epi32(i, _mm512_set1_epi32(1));
+  }
+  // Raw buckets of 16 keys, for the histogram's byte compares.
+  static __m128i bytes(const std::int8_t* b) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)); }
+  static __m128i bytes(const std::int8_t* b, M m) noexcept { return _mm_maskz_loadu_epi8(m, b); }
+  static M equal(__m128i b, int k) noexcept { return _mm_cmpeq_epi8_mask(b, _mm_set1_epi8(static_cast<char>(k))); }
+  // Table lookups: t0/t1 hold entries [0, 16) and [16, 32).
+  static V permute(I idx, V t0) noexcept { return _mm512_permutexvar_ps(idx, t0); }
+  static V permute2(I idx, V t0, V t1) noexcept { return _mm512_permutex2var_ps(t0, idx, t1); }
+  static V gather(I idx, const float* base) noexcept { return _mm512_i32gather_ps(idx, base, 4); }
+};
+
+template <>
+struct Ops<double> {
+  using V = __m512d;
+  using I = __m512i;  // 8 x int64 indices
+  using M = __mmask8;
+  static constexpr Index lanes = 8;
+  static M tail(Index r) noexcept { return static_cast<M>((1u << r) - 1u); }  // r < 8
+  static M prefix(Index r) noexcept { return r >= lanes ? static_cast<M>(0xFFu) : tail(r); }
+  static V zero() noexcept { return _mm512_setzero_pd(); }
+  static V set1(double v) noexcept { return _mm512_set1_pd(v); }
+  static V load(const double* p) noexcept { return _mm512_loadu_pd(p); }
+  static V load(const double* p, M m) noexcept { return _mm512_maskz_loadu_pd(m, p); }
+  static void store(double* p, V v) noexcept { _mm512_storeu_pd(p, v); }
+  static void store(double* p, V v, M m) noexcept { _mm512_mask_storeu_pd(p, m, v); }
+  static V add(V a, V b) noexcept { return _mm512_add_pd(a, b); }
+  static V sub(V a, V b) noexcept { return _mm512_sub_pd(a, b); }
+  static V mul(V a, V b) noexcept { return _mm512_mul_pd(a, b); }
+  static V fma(V a, V b, V c) noexcept { return _mm512_fmadd_pd(a, b, c); }
+  static V max(V a, V b) noexcept { return _mm512_max_pd(a, b); }
+  static V mask_max(V src, M m, V a, V b) noexcept { return _mm512_mask_max_pd(src, m, a, b); }
+  static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_pd(src, m, a, b); }
+  static M ge(V a, V b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
+  static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_pd(m, a); }
+  static V exp(V a) noexcept { return Eigen::internal::pexp<Eigen::internal::Packet8d>(a); }
+  template <class Op>
+  static double reduce(V a, Op op) noexcept {
+    // The all-lanes masked forms: the unmasked ones trip GCC 12's
+    // -Wuninitialized on their _mm512_undefined_pd() source.
+    a = op(a, _mm512_mask_shuffle_f64x2(a, 0xFF, a, a, 0x4E));  // swap 256-bit halves
+    a = op(a, _mm512_mask_shuffle_f64x2(a, 0xFF, a, a, 0xB1));  // swap 128-bit lanes
+    a = op(a, _mm512_mask_permute_pd(a, 0xFF, a, 0x55));        // swap neighbours
+    return _mm512_cvtsd_f64(a);
+  }
+  static double reduce_max(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_max_pd(x, y); }); }
+  static double reduce_add(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_add_pd(x, y); }); }
+  static I slots(const std::int8_t* b) noexcept {
+    const __m512i i = _mm512_cvtepi8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+    return _mm512_add_epi64(i, _mm512_set1_epi64(1));
+  }
+  static I slots(const std::int8_t* b, M m) noexcept {
+    const __m512i i = _mm512_cvtepi8_epi64(_mm_maskz_loadu_epi8(m, b));
+    return _mm512_add_epi64(i, _mm512_set1_epi64(1));
+  }
+  static __m128i bytes(const std::int8_t* b) noexcept {
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
+  }
+  static __m128i bytes(const std::int8_t* b, M m) noexcept { return _mm_maskz_loadu_epi8(m, b); }
+  // Only the low 8 byte lanes matter (the mask register's low 8 bits).
+  static M equal(__m128i b, int k) noexcept {
+    return static_cast<M>(_mm_cmpeq_epi8_mask(b, _mm_set1_epi8(static_cast<char>(k))));
+  }
+  // t0/t1 hold entries [0, 8) and [8, 16).
+  static V permute(I idx, V t0) noexcept { return _mm512_permutexvar_pd(idx, t0); }
+  static V permute2(I idx, V t0, V t1) noexcept { return _mm512_permutex2var_pd(t0, idx, t1); }
+  static V gather(I idx, const double* base) noexcept { return _mm512_i64gather_pd(idx, base, 8); }
+};
+
+// How the bias of a packet of keys is looked up.
+enum class Lookup { None, Permute, Permute2, Gather };
+
+template <class Scalar, Lookup L>
+struct BiasLookup {
+  using O = Ops<Scalar>;
+  typename O::V t0, t1;
+  const Scalar* base;
+  BiasLookup(const Scalar* shifted, int slots) noexcept : base(shifted) {
+    // Masked loads: `shifted` holds exactly `slots` values.
+    t0 = O::load(shifted, O::prefix(slots));
+    t1 = slots > O::lanes ? O::load(shifted + O::lanes, O::prefix(slots - O::lanes)) : O::zero();
+  }
+  typename O::V operator()(typename O::I idx) const noexcept {
+    if constexpr (L == Lookup::Permute) return O::permute(idx, t0);
+    if constexpr (L == Lookup::Permute2) return O::permute2(idx, t0, t1);
+    if constexpr (L == Lookup::Gather) return O::gather(idx, base);
+    return O::zero();
+  }
+};
+
+template <class Scalar, Lookup L>
+void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted, int slots,
+                Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum) noexcept {
+  using O = Ops<Scalar>;
+  using V = typename O::V;
+  constexpr Index W = O::lanes;
+  const BiasLookup<Scalar, L> lookup(shifted, slots);
+  const V flush = O::set1(exp_flush_threshold<Scalar>());
+  const V minus_inf = O::set1(-std::numeric_limits<Scalar>::infinity());
+  for (Index i = 0; i < rows; ++i) {
+    Scalar* row = z + i * ld;
+    const std::int8_t* b = buckets + i * ldb;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    inv_sum[i] = Scalar(0);
+    if (ke == 0) continue;
+    const Index full = ke / W * W;
+    const auto tail = O::tail(ke - full);
+    // Pass 1: add the bias, keep the row maximum.
+    V vmax = minus_inf;
+    for (Index j = 0; j < full; j += W) {
+      V v = O::load(row + j);
+      if constexpr (L != Lookup::None) {
+        v = O::add(v, lookup(O::slots(b + j)));
+        O::store(row + j, v);
+      }
+      vmax = O::max(vmax, v);
+    }
+    if (full < ke) {
+      V v = O::load(row + full, tail);
+      if constexpr (L != Lookup::None) {
+        v = O::add(v, lookup(O::slots(b + full, tail)));
+        O::store(row + full, v, tail);
+      }
+      vmax = O::mask_max(vmax, tail, vmax, v);
+    }
+    const Scalar max = O::reduce_max(vmax);
+    if (max == -std::numeric_limits<Scalar>::infinity()) {
+      std::fill(row, row + ke, Scalar(0));
+      continue;
+    }
+    // Pass 2: exp(score - max), flushed below the threshold, and the sum.
+    const V vm = O::set1(max);
+    V acc0 = O::zero(), acc1 = O::zero();
+    Index j = 0;
+    for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
+      const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
+      const V e0 = O::maskz(O::ge(d0, flush), O::exp(d0)), e1 = O::maskz(O::ge(d1, flush), O::exp(d1));
+      O::store(row + j, e0);
+      O::store(row + j + W, e1);
+      acc0 = O::add(acc0, e0);
+      acc1 = O::add(acc1, e1);
+    }
+    for (; j < full; j += W) {
+      const V d = O::sub(O::load(row + j), vm);
+      const V e = O::maskz(O::ge(d, flush), O::exp(d));
+      O::store(row + j, e);
+      acc0 = O::add(acc0, e);
+    }
+    if (full < ke) {
+      const V d = O::sub(O::load(row + full, tail), vm);
+      const V e = O::maskz(static_cast<typename O::M>(O::ge(d, flush) & tail), O::exp(d));
+      O::store(row + full, e, tail);
+      acc1 = O::add(acc1, e);
+    }
+    inv_sum[i] = Scalar(1) / O::reduce_add(O::add(acc0, acc1));
+  }
+}
+
+// dz = p * (dz - <p, dz>) on one row's visible prefix; returns nothing, the
+// histogram variants below wrap it.
+template <class Scalar, int NB>
+void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
+                   Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride) noexcept {
+  using O = Ops<Scalar>;
+  using V = typename O::V;
+  constexpr Index W = O::lanes;
+  // NB > 0: one accumulator register per bucket, reduced once per block.
+  V acc[NB > 0 ? NB : 1];
+  for (int k = 0; k < (NB > 0 ? NB : 1); ++k) acc[k] = O::zero();
+  for (Index i = 0; i < rows; ++i) {
+    const Scalar* prow = p + i * ldp;
+    Scalar* row = dz + i * ld;
+    const std::int8_t* b = buckets + i * ldb;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    if (ke == 0) continue;
+    const Index full = ke / W * W;
+    const auto tail = O::tail(ke - full);
+    V d0 = O::zero(), d1 = O::zero();
+    Index j = 0;
+    for (; j + 2 * W <= full; j += 2 * W) {
+      d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+      d1 = O::fma(O::load(prow + j + W), O::load(row + j + W), d1);
+    }
+    for (; j < full; j += W) d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+    if (full < ke) d1 = O::fma(O::load(prow + full, tail), O::load(row + full, tail), d1);
+    const V dot = O::set1(O::reduce_add(O::add(d0, d1)));
+    for (j = 0; j < full; j += W) {
+      const V g = O::mul(O::load(prow + j), O::sub(O::load(row + j), dot));
+      O::store(row + j, g);
+      if constexpr (NB > 0) {
+        const __m128i bk = O::bytes(b + j);
+        for (int k = 0; k < NB; ++k) acc[k] = O::mask_add(acc[k], O::equal(bk, k), acc[k], g);
+      }
+    }
+    if (full < ke) {
+      // Lanes past the tail load p = 0, so g = 0 there and the histogram
+      // may add them to any bucket.
+      const V g = O::mul(O::load(prow + full, tail), O::sub(O::load(row + full, tail), dot));
+      O::store(row + full, g, tail);
+      if constexpr (NB > 0) {
+        const __m128i bk = O::bytes(b + full, tail);
+        for (int k = 0; k < NB; ++k) acc[k] = O::mask_add(acc[k], O::equal(bk, k), acc[k], g);
+      }
+    }
+    if constexpr (NB < 0) {  // many buckets: the portable interleaved scatter
+      if (hist != nullptr) {
+        Scalar* h = hist + 1;
+        Index jj = 0;
+        for (; jj + kHistogramCopies <= ke; jj += kHistogramCopies)
+          for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[jj + c]] += row[jj + c];
+        for (Index c = 0; jj + c < ke; ++c) h[c * stride + b[jj + c]] += row[jj + c];
+      }
+    }
+  }
+  if constexpr (NB > 0)
+    for (int k = 0; k < NB; ++k) hist[k + 1] += O::reduce_add(acc[k]);
+}
+
+constexpr int kRegisterBuckets = 16;
+
+template <class Scalar, int... K>
+void backward_register_histogram(int nb, std::integer_sequence<int, K...>, const Scalar* p, Index ldp, Scalar* dz,
+                                 Index ld, const std::int8_t* buckets, Index ldb, Index rows, Index kend,
+                                 Index causal_row0, Index n, Scalar* hist, Index stride) noexcept {
+  using Fn = void (*)(const Scalar*, Index, Scalar*, Index, const std::int8_t*, Index, Index, Index, Index, Index,
+                      Scalar*, Index);
+  static constexpr Fn table[] = {&backward_rows<Scalar, K + 1>...};
+  table[nb - 1](p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+}
+
+}  // namespace detail
+
+template <class Scalar>
+inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
+                               int slots, Index rows, Index kend, Index causal_row0, Index n,
+                               Scalar* inv_sum) noexcept {
+  using detail::Lookup;
+  constexpr int W = static_cast<int>(detail::Ops<Scalar>::lanes);
+  if (shifted == nullptr)
+    detail::numerators<Scalar, Lookup::None>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum);
+  else if (slots <= W)
+    detail::numerators<Scalar, Lookup::Permute>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n,
+                                                inv_sum);
+  else if (slots <= 2 * W)
+    detail::numerators<Scalar, Lookup::Permute2>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n,
+                                                 inv_sum);
+  else
+    detail::numerators<Scalar, Lookup::Gather>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n,
+                                               inv_sum);
+}
+
+template <class Scalar>
+inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
+                             Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
+                             int slots) noexcept {
+  const int nb = slots - 1;  // slot 0 (masked keys) never needs a sum
+  if (hist == nullptr)
+    detail::backward_rows<Scalar, 0>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+  else if (nb >= 1 && nb <= detail::kRegisterBuckets)
+    detail::backward_register_histogram<Scalar>(nb, std::make_integer_sequence<int, detail::kRegisterBuckets>(), p,
+                                                ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+  else
+    detail::backward_rows<Scalar, -1>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace synattn
+
+#endif  // AVX-512 F/BW/VL/DQ
+#endif  // SYNATTN_KERNELS_ATTENTION_ROWS_AVX512_HPP

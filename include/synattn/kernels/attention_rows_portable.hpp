@@ -1,0 +1,138 @@
+// synattn — the attention row kernels in portable C++: the reference every
+// instruction-set version is tested against, and the path every compiler and
+// CPU builds (Eigen vectorises its array expressions for whatever ISA the
+// compiler targets; nothing here names an instruction set).
+//
+// The kernels work on a block of `rows` query rows of a row-major score
+// matrix (leading dimension ld) and assume validated input; they never
+// allocate. Conventions shared by every version (kernels/attention_rows.hpp
+// explains the dispatch):
+//
+// Visible keys. Row i of a block sees keys [0, kend_i): kend_i = kend, or
+// with a causal mask min(kend, causal_row0 + i + 1), causal_row0 being the
+// block's first query position. Inside that prefix, a key whose bucket is -1
+// is masked too: the gather adds shifted[bucket + 1], where shifted[0] = -inf
+// and shifted[b + 1] = s * T[b], so the mask costs no branch. `slots` is the
+// number of entries of `shifted` (num_buckets + 1).
+//
+// Numerics. The softmax subtracts the row maximum; a row whose maximum is -inf
+// has no visible key and becomes zeros (SPEC §4), never NaN. exp of an
+// argument below log(smallest normal) is flushed to exactly 0: right for
+// masked keys (exp(-inf)), moves a visible key's probability by less than
+// 1.2e-38 (float) / 2.3e-308 (double), and keeps subnormals out of P V.
+// Row sums are accumulated in the scalar type, in SIMD lanes (16-32 partial
+// sums for float), far inside the 1e-4 float tolerance of SPEC §4.
+#ifndef SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP
+#define SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "../config.hpp"
+#include "../matrix.hpp"
+
+namespace synattn {
+namespace kernels {
+
+// Number of interleaved histogram copies a bucket histogram may use (the
+// caller's histogram holds kHistogramCopies * stride values and sums the
+// copies afterwards). Interleaving matters for the portable scatter: a run of
+// equal buckets (far keys all clamp to the last bucket) would otherwise chain
+// every add through one memory cell, a store-to-load latency each (measured
+// at n = 512: 2.6 ns per score with one copy on tree-like rows, 0.45 with 8).
+constexpr int kHistogramCopies = 8;
+
+// exp(x) for x below this is flushed to 0 (log of the smallest normal number).
+template <class Scalar>
+inline Scalar exp_flush_threshold() noexcept {
+  return std::log(std::numeric_limits<Scalar>::min());
+}
+
+// Visible prefix of row i of a block (see the conventions above).
+inline Index visible_keys(Index kend, Index causal_row0, Index i) noexcept {
+  return causal_row0 < 0 ? kend : std::min(kend, causal_row0 + i + 1);
+}
+
+namespace portable {
+
+template <class Scalar>
+using ArrayMap = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+template <class Scalar>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+
+// Softmax numerators, in place. On entry z row i holds the scores of query i
+// on [0, kend_i); if `shifted` is not null the bias shifted[bucket + 1] is
+// added first. On exit the row holds exp(score - rowmax) (flushed, see above)
+// on [0, kend_i) and 0 on [kend_i, n); inv_sum[i] = 1 / (row sum), or 0 for a
+// row with no visible key (then all zeros). Normalising is left to the caller,
+// which can apply inv_sum to the (rows, dv) context instead of the (rows, n)
+// block, or while copying the probabilities out.
+template <class Scalar>
+inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
+                               int slots, Index rows, Index kend, Index causal_row0, Index n,
+                               Scalar* inv_sum) noexcept {
+  SYNATTN_ASSERT(0 <= kend && kend <= n);
+  (void)slots;
+  const Scalar flush = exp_flush_threshold<Scalar>();
+  for (Index i = 0; i < rows; ++i) {
+    Scalar* row = z + i * ld;
+    const std::int8_t* b = buckets + i * ldb;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    inv_sum[i] = Scalar(0);
+    if (ke == 0) continue;
+    if (shifted != nullptr)
+      for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
+    ArrayMap<Scalar> r(row, ke);
+    const Scalar max = r.maxCoeff();
+    if (max == -std::numeric_limits<Scalar>::infinity()) {
+      r.setZero();
+      continue;
+    }
+    r -= max;  // masked keys: -inf
+    r = (r < flush).select(Scalar(0), r.exp());
+    inv_sum[i] = Scalar(1) / r.sum();  // the sum is >= 1: the maximum contributes exp(0)
+  }
+}
+
+// Softmax backward and the bucket histogram of its result, in place: on entry
+// dz row i holds dL/dp, on exit dL/dscore = p * (dp - <p, dp>) on [0, kend_i)
+// and 0 on [kend_i, n). Masked keys have p = 0, hence dscore = 0. If `hist` is
+// not null, each dscore is also added to its bucket's slot (bucket + 1) in one
+// of the kHistogramCopies copies (hist[c * stride + slot]); slot 0 collects the
+// masked keys' zeros and is ignored.
+template <class Scalar>
+inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
+                             Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
+                             int slots) noexcept {
+  SYNATTN_ASSERT(0 <= kend && kend <= n);
+  (void)slots;
+  for (Index i = 0; i < rows; ++i) {
+    const Scalar* prow = p + i * ldp;
+    Scalar* row = dz + i * ld;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    if (ke == 0) continue;
+    ConstArrayMap<Scalar> prob(prow, ke);
+    ArrayMap<Scalar> grad(row, ke);
+    const Scalar dot = (prob * grad).sum();
+    grad = prob * (grad - dot);
+    if (hist == nullptr) continue;
+    const std::int8_t* b = buckets + i * ldb;
+    Scalar* h = hist + 1;
+    Index j = 0;
+    for (; j + kHistogramCopies <= ke; j += kHistogramCopies)
+      for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[j + c]] += row[j + c];
+    for (Index c = 0; j + c < ke; ++c) h[c * stride + b[j + c]] += row[j + c];
+  }
+}
+
+}  // namespace portable
+}  // namespace kernels
+}  // namespace synattn
+
+#endif  // SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP

@@ -1,0 +1,256 @@
+// The attention row kernels: the portable version against straightforward
+// double references, and every instruction-set version the compiler targets
+// against the portable one, over row lengths that hit every SIMD tail, masked
+// keys, empty rows, causal blocks and every table size class (register
+// permute, two-register permute, gather; register and scatter histograms).
+#include <catch2/catch.hpp>
+
+#include <synattn/kernels/attention_rows.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace k = synattn::kernels;
+using synattn::Index;
+
+namespace {
+
+// One block of `rows` rows of length n with buckets in [-1, slots - 1).
+template <class S>
+struct Block {
+  Index rows, n, kend, causal_row0;
+  int slots;
+  std::vector<S> z, dp, shifted;
+  std::vector<std::int8_t> buckets;
+
+  Block(Index rows_, Index n_, Index kend_, Index causal_row0_, int slots_, std::mt19937& rng)
+      : rows(rows_), n(n_), kend(kend_), causal_row0(causal_row0_), slots(slots_) {
+    std::normal_distribution<double> g(0.0, 3.0);
+    z.resize(static_cast<std::size_t>(rows * n));
+    dp.resize(z.size());
+    buckets.resize(z.size());
+    for (std::size_t i = 0; i < z.size(); ++i) {
+      z[i] = static_cast<S>(g(rng));
+      dp[i] = static_cast<S>(g(rng));
+      // About one key in eight masked; the rest spread over every bucket.
+      buckets[i] = static_cast<std::int8_t>(rng() % 8 == 0 ? -1 : static_cast<int>(rng() % (slots - 1)));
+    }
+    shifted.resize(static_cast<std::size_t>(slots));
+    shifted[0] = -std::numeric_limits<S>::infinity();
+    for (int s = 1; s < slots; ++s) shifted[static_cast<std::size_t>(s)] = static_cast<S>(g(rng));
+  }
+  Index ke(Index i) const { return k::visible_keys(kend, causal_row0, i); }
+};
+
+// p = softmax over the visible keys of z + shifted[bucket + 1], in double.
+template <class S>
+std::vector<double> reference_probabilities(const Block<S>& blk, bool biased) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> p(blk.z.size(), 0.0);
+  for (Index i = 0; i < blk.rows; ++i) {
+    std::vector<double> s(static_cast<std::size_t>(blk.n), -inf);
+    double mx = -inf;
+    for (Index j = 0; j < blk.ke(i); ++j) {
+      const std::size_t at = static_cast<std::size_t>(i * blk.n + j);
+      s[static_cast<std::size_t>(j)] =
+          double(blk.z[at]) + (biased ? double(blk.shifted[static_cast<std::size_t>(blk.buckets[at] + 1)]) : 0.0);
+      mx = std::max(mx, s[static_cast<std::size_t>(j)]);
+    }
+    if (mx == -inf) continue;
+    double sum = 0;
+    for (Index j = 0; j < blk.ke(i); ++j) sum += std::exp(s[static_cast<std::size_t>(j)] - mx);
+    for (Index j = 0; j < blk.ke(i); ++j)
+      p[static_cast<std::size_t>(i * blk.n + j)] = std::exp(s[static_cast<std::size_t>(j)] - mx) / sum;
+  }
+  return p;
+}
+
+struct Case {
+  Index rows, n, kend, causal_row0;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (Index n : {0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100}) {
+    for (Index kend : {Index(0), Index(1), n / 2, n - 1, n}) {
+      if (kend < 0 || kend > n) continue;
+      out.push_back({3, n, kend, -1});
+    }
+    out.push_back({std::max<Index>(n, 1), n, n, 0});      // causal, block at row 0
+    if (n > 4) out.push_back({3, n, n, n / 2});            // causal, a later row block
+  }
+  return out;
+}
+
+template <class S>
+double tolerance() {
+  return sizeof(S) == 4 ? 3e-6 : 1e-14;
+}
+
+// The numerators times inv_sum must be the probabilities; masked and
+// invisible keys and empty rows exactly 0.
+template <class S, class Numerators>
+void check_numerators(Numerators numerators, int slots, std::mt19937& rng) {
+  for (const Case& cs : cases())
+    for (bool biased : {false, true}) {
+      Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
+      std::vector<S> z = blk.z, inv(static_cast<std::size_t>(cs.rows), S(-1));
+      numerators(z.data(), cs.n, blk.buckets.data(), cs.n, biased ? blk.shifted.data() : nullptr, slots, cs.rows,
+                 cs.kend, cs.causal_row0, cs.n, inv.data());
+      const auto want = reference_probabilities(blk, biased);
+      INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
+                   << ", biased " << biased << ", slots " << slots);
+      double err = 0;
+      bool zeros = true;
+      for (Index i = 0; i < cs.rows; ++i)
+        for (Index j = 0; j < cs.n; ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+          const double got = double(z[at]) * double(inv[static_cast<std::size_t>(i)]);
+          err = std::max(err, std::abs(got - want[at]));
+          if (want[at] == 0.0 && z[at] != S(0)) zeros = false;
+        }
+      CHECK(err <= tolerance<S>());
+      CHECK(zeros);
+      for (Index i = 0; i < cs.rows; ++i) {
+        bool any = false;
+        for (Index j = 0; j < cs.n; ++j) any = any || want[static_cast<std::size_t>(i * cs.n + j)] != 0.0;
+        if (!any) CHECK(inv[static_cast<std::size_t>(i)] == S(0));
+      }
+    }
+}
+
+// dscore = p * (dp - <p, dp>) on visible keys, 0 beyond; the histogram (summed
+// over its copies) = the sum of dscore per bucket.
+template <class S, class Backward>
+void check_backward(Backward backward, int slots, std::mt19937& rng) {
+  const Index stride = slots + 3;  // any stride >= slots
+  for (const Case& cs : cases()) {
+    Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
+    const auto p64 = reference_probabilities(blk, true);
+    std::vector<S> p(p64.begin(), p64.end()), dz = blk.dp;
+    std::vector<S> hist(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0));
+    backward(p.data(), cs.n, dz.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend, cs.causal_row0, cs.n,
+             hist.data(), stride, slots);
+    std::vector<double> want_hist(static_cast<std::size_t>(slots), 0.0);
+    double err = 0, scale = 1;
+    bool zeros = true;
+    for (Index i = 0; i < cs.rows; ++i) {
+      double dot = 0;
+      for (Index j = 0; j < blk.ke(i); ++j) {
+        const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+        dot += double(p[at]) * double(blk.dp[at]);
+      }
+      for (Index j = 0; j < cs.n; ++j) {
+        const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+        const double want = j < blk.ke(i) ? double(p[at]) * (double(blk.dp[at]) - dot) : 0.0;
+        if (j < blk.ke(i)) want_hist[static_cast<std::size_t>(blk.buckets[at] + 1)] += want;
+        if (j >= blk.ke(i) && dz[at] != S(0)) zeros = false;
+        err = std::max(err, std::abs(double(dz[at]) - want));
+        scale = std::max(scale, std::abs(double(blk.dp[at])));
+      }
+    }
+    INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
+                 << ", slots " << slots);
+    CHECK(err <= tolerance<S>() * scale * 4);
+    CHECK(zeros);
+    for (int s = 1; s < slots; ++s) {
+      double got = 0;
+      for (int c = 0; c < k::kHistogramCopies; ++c) got += double(hist[static_cast<std::size_t>(c * stride + s)]);
+      CHECK(std::abs(got - want_hist[static_cast<std::size_t>(s)]) <= tolerance<S>() * scale * 8 * double(cs.n + 1));
+    }
+  }
+}
+
+const std::vector<int> kSlotCounts = {2, 5, 9, 12, 16, 17, 20, 32, 33, 60, 129};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("portable softmax numerators match a double softmax for every length, mask and table size",
+                   "[kernels][softmax]", float, double) {
+  std::mt19937 rng(42);
+  for (int slots : kSlotCounts)
+    check_numerators<TestType>(
+        [](auto... a) { k::portable::softmax_numerators<TestType>(a...); }, slots, rng);
+}
+
+TEMPLATE_TEST_CASE("portable softmax backward and bucket histogram match a double reference", "[kernels][softmax]",
+                   float, double) {
+  std::mt19937 rng(7);
+  for (int slots : kSlotCounts)
+    check_backward<TestType>([](auto... a) { k::portable::softmax_backward<TestType>(a...); }, slots, rng);
+}
+
+TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram alone", "[kernels][softmax]", float,
+                   double) {
+  std::mt19937 rng(3);
+  Block<TestType> blk(4, 37, 30, -1, 12, rng);
+  const auto p64 = reference_probabilities(blk, true);
+  std::vector<TestType> p(p64.begin(), p64.end()), a = blk.dp, b = blk.dp, hist(8 * 12, TestType(0));
+  k::softmax_backward<TestType>(p.data(), 37, a.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, nullptr, 12, 12);
+  k::softmax_backward<TestType>(p.data(), 37, b.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, hist.data(), 12,
+                                12);
+  CHECK(a == b);
+}
+
+TEMPLATE_TEST_CASE("the dispatched kernels (the layer's) match the double references", "[kernels][softmax]", float,
+                   double) {
+  INFO("active kernels: " << k::active_isa());
+  std::mt19937 rng(11);
+  for (int slots : kSlotCounts) {
+    check_numerators<TestType>([](auto... a) { k::softmax_numerators<TestType>(a...); }, slots, rng);
+    check_backward<TestType>([](auto... a) { k::softmax_backward<TestType>(a...); }, slots, rng);
+  }
+}
+
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+// Same inputs through both versions: AVX-512 against the portable reference.
+TEMPLATE_TEST_CASE("AVX-512 kernels agree with the portable kernels", "[kernels][softmax][avx512]", float, double) {
+  using S = TestType;
+  std::mt19937 rng(2024);
+  for (int slots : kSlotCounts)
+    for (const Case& cs : cases()) {
+      Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
+      INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
+                   << ", slots " << slots);
+      std::vector<S> za = blk.z, zp = blk.z, ia(static_cast<std::size_t>(cs.rows)), ip(ia.size());
+      k::avx512::softmax_numerators<S>(za.data(), cs.n, blk.buckets.data(), cs.n, blk.shifted.data(), slots, cs.rows,
+                                       cs.kend, cs.causal_row0, cs.n, ia.data());
+      k::portable::softmax_numerators<S>(zp.data(), cs.n, blk.buckets.data(), cs.n, blk.shifted.data(), slots,
+                                         cs.rows, cs.kend, cs.causal_row0, cs.n, ip.data());
+      for (std::size_t i = 0; i < za.size(); ++i) {
+        REQUIRE((za[i] == S(0)) == (zp[i] == S(0)));  // the same zeros
+        REQUIRE(std::abs(double(za[i]) - double(zp[i])) <= tolerance<S>());
+      }
+      for (std::size_t i = 0; i < ia.size(); ++i)
+        REQUIRE(std::abs(double(ia[i]) - double(ip[i])) <= tolerance<S>() * std::max(1.0, double(ip[i])));
+
+      // Backward on the portable probabilities.
+      std::vector<S> p(zp.size());
+      for (Index i = 0; i < cs.rows; ++i)
+        for (Index j = 0; j < cs.n; ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+          p[at] = zp[at] * ip[static_cast<std::size_t>(i)];
+        }
+      const Index stride = slots;
+      std::vector<S> da = blk.dp, dpp = blk.dp;
+      std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hp(ha.size(), S(0));
+      k::avx512::softmax_backward<S>(p.data(), cs.n, da.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
+                                     cs.causal_row0, cs.n, ha.data(), stride, slots);
+      k::portable::softmax_backward<S>(p.data(), cs.n, dpp.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
+                                       cs.causal_row0, cs.n, hp.data(), stride, slots);
+      for (std::size_t i = 0; i < da.size(); ++i) REQUIRE(std::abs(double(da[i]) - double(dpp[i])) <= 1e2 * tolerance<S>());
+      for (int s = 1; s < slots; ++s) {
+        double a = 0, b = 0;
+        for (int c = 0; c < k::kHistogramCopies; ++c) {
+          a += double(ha[static_cast<std::size_t>(c * stride + s)]);
+          b += double(hp[static_cast<std::size_t>(c * stride + s)]);
+        }
+        REQUIRE(std::abs(a - b) <= 1e2 * tolerance<S>() * double(cs.rows * cs.n + 1));
+      }
+    }
+}
+#endif
