@@ -548,3 +548,109 @@ TEST_CASE("long sequences computed in row blocks match the reference and any thr
   CHECK(same_bits(serial.probabilities(), parallel.probabilities()));
 #endif
 }
+
+TEST_CASE("long sequences: the row-blocked backward matches directional finite differences", "[attention][threads]") {
+  // 300 x 300 double blocks are cut into row blocks in the backward pass too;
+  // dK, dV and the table's bucket sums add up over the blocks.
+  const bool causal = GENERATE(false, true);
+  AttentionOptions o(8, 2);
+  o.causal = causal;
+  o.bias.bucketing = Bucketing::linear(6);
+  Layer layer(o);
+  std::mt19937 rng(15);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> lengths = {300, 211};
+  const int n = 300;
+  const MatrixD x = synattn_test::random_matrix(2 * n, 8, rng);
+  const MatrixD G = synattn_test::random_matrix(2 * n, 8, rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng);
+  const Run r = run(layer, x, lengths, x, lengths, buckets, G, false);
+  const auto loss = [&](const MatrixD& xs) {
+    Layer::Cache c;
+    return (layer.forward(xs, lengths, buckets, c).array() * G.array()).sum();
+  };
+  const double eps = 1e-5;
+  INFO("causal " << causal);
+  // d/dt L(x + t R) at 0 = <dL/dx, R>
+  const MatrixD R = synattn_test::random_matrix(2 * n, 8, rng);
+  const double fd_x = (loss(x + eps * R) - loss(x - eps * R)) / (2 * eps);
+  CHECK(fd_x == Approx((r.dx.array() * R.array()).sum()).epsilon(1e-6));
+  // the same along a random direction in parameter space (table included)
+  const Eigen::VectorXd theta = layer.parameters();
+  Eigen::VectorXd dir(theta.size());
+  for (Eigen::Index i = 0; i < dir.size(); ++i) dir[i] = std::normal_distribution<double>(0.0, 1.0)(rng);
+  layer.parameters() = theta + eps * dir;
+  const double up = loss(x);
+  layer.parameters() = theta - eps * dir;
+  const double down = loss(x);
+  layer.parameters() = theta;
+  CHECK((up - down) / (2 * eps) == Approx(r.grads.col(0).dot(dir)).epsilon(1e-6));
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Run one = run(layer, x, lengths, x, lengths, buckets, G, false);
+  omp_set_num_threads(2);
+  const Run two = run(layer, x, lengths, x, lengths, buckets, G, false);
+  omp_set_num_threads(saved);
+  CHECK(same_bits(one.dx, two.dx));
+  CHECK(same_bits(one.grads, two.grads));
+#endif
+}
+
+TEST_CASE("infer gives forward's output bit for bit and keeps nothing for backward", "[attention][inference]") {
+  struct Case {
+    const char* label;
+    void (*edit)(AttentionOptions&);
+    bool cross;
+  };
+  const Case cases[] = {
+      {"shared linear", [](AttentionOptions&) {}, false},
+      {"causal, per-head log",
+       [](AttentionOptions& o) {
+         o.causal = true;
+         o.bias.per_head = true;
+         o.bias.bucketing = Bucketing::log(8, 30, 4);
+       },
+       false},
+      {"talking heads", [](AttentionOptions& o) { o.talking_heads_pre = o.talking_heads_post = true; }, false},
+      {"no syntax bias", [](AttentionOptions& o) { o.syntax_bias = false; }, false},
+      {"cross-attention", [](AttentionOptions& o) { o.memory_size = 6; }, true},
+  };
+  const int k = GENERATE(range(0, 5));
+  const Case& c = cases[k];
+  INFO("configuration: " << c.label);
+  AttentionOptions o = small_options();
+  c.edit(o);
+  std::mt19937 rng(300 + k);
+  Layer layer(o);
+  synattn_test::randomise(layer, rng);
+  const std::vector<int> lq = {7, 0, 1, 5}, lkv = c.cross ? std::vector<int>{4, 6, 0, 6} : lq;
+  const int nq = 7, nkv = c.cross ? 6 : 7;
+  const MatrixD xq = synattn_test::random_matrix(4 * nq, o.d_model, rng);
+  const MatrixD xkv = synattn_test::random_matrix(4 * nkv, layer.memory_size(), rng);
+  const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
+
+  Layer::Cache cache;
+  const MatrixD trained =
+      c.cross ? layer.forward_cross(xq, lq, xkv, lkv, buckets, cache) : layer.forward(xq, lq, buckets, cache);
+  const MatrixD inferred = c.cross ? layer.infer_cross(xq, lq, xkv, lkv, buckets) : layer.infer(xq, lq, buckets);
+  CHECK(same_bits(trained, inferred));
+
+  // The same cache object as a workspace: a filled cache gives the same
+  // output, and afterwards refuses backward() with a message saying why.
+  MatrixD out(xq.rows(), o.d_model);
+  if (c.cross)
+    layer.infer_cross(xq, lq, xkv, lkv, buckets, cache, out);
+  else
+    layer.infer(xq, lq, buckets, cache, out);
+  CHECK(same_bits(trained, out));
+  const MatrixD G = MatrixD::Ones(xq.rows(), o.d_model);
+  MatrixD dx(xq.rows(), o.d_model), dmem(xkv.rows(), xkv.cols());
+  if (c.cross)
+    CHECK_THROWS_WITH(layer.backward_cross(cache, G, dx, dmem), Catch::Contains("infer()"));
+  else
+    CHECK_THROWS_WITH(layer.backward(cache, G, dx), Catch::Contains("infer()"));
+  // infer validates like forward
+  const std::vector<int> too_long = {8, 0, 1, 5};
+  if (!c.cross) CHECK_THROWS_WITH(layer.infer(xq, too_long, buckets), Catch::Contains("lengths[0] = 8"));
+}

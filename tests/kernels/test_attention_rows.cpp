@@ -125,16 +125,24 @@ void check_numerators(Numerators numerators, int slots, std::mt19937& rng) {
 
 // dscore = p * (dp - <p, dp>) on visible keys, 0 beyond; the histogram (summed
 // over its copies) = the sum of dscore per bucket.
+// With give_dots the row dot products <p, dp> come from the caller.
 template <class S, class Backward>
-void check_backward(Backward backward, int slots, std::mt19937& rng) {
+void check_backward(Backward backward, int slots, std::mt19937& rng, bool give_dots = false) {
   const Index stride = slots + 3;  // any stride >= slots
   for (const Case& cs : cases()) {
     Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
     const auto p64 = reference_probabilities(blk, true);
     std::vector<S> p(p64.begin(), p64.end()), dz = blk.dp;
     std::vector<S> hist(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0));
+    std::vector<S> dots(static_cast<std::size_t>(cs.rows), S(0));
+    for (Index i = 0; i < cs.rows; ++i) {
+      double dot = 0;
+      for (Index j = 0; j < blk.ke(i); ++j)
+        dot += double(p[static_cast<std::size_t>(i * cs.n + j)]) * double(blk.dp[static_cast<std::size_t>(i * cs.n + j)]);
+      dots[static_cast<std::size_t>(i)] = static_cast<S>(dot);
+    }
     backward(p.data(), cs.n, dz.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend, cs.causal_row0, cs.n,
-             hist.data(), stride, slots);
+             hist.data(), stride, slots, give_dots ? dots.data() : nullptr);
     std::vector<double> want_hist(static_cast<std::size_t>(slots), 0.0);
     double err = 0, scale = 1;
     bool zeros = true;
@@ -181,7 +189,9 @@ TEMPLATE_TEST_CASE("portable softmax backward and bucket histogram match a doubl
                    float, double) {
   std::mt19937 rng(7);
   for (int slots : kSlotCounts)
-    check_backward<TestType>([](auto... a) { k::portable::softmax_backward<TestType>(a...); }, slots, rng);
+    for (bool give_dots : {false, true})
+      check_backward<TestType>([](auto... a) { k::portable::softmax_backward<TestType>(a...); }, slots, rng,
+                               give_dots);
 }
 
 TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram alone", "[kernels][softmax]", float,
@@ -202,8 +212,36 @@ TEMPLATE_TEST_CASE("the dispatched kernels (the layer's) match the double refere
   std::mt19937 rng(11);
   for (int slots : kSlotCounts) {
     check_numerators<TestType>([](auto... a) { k::softmax_numerators<TestType>(a...); }, slots, rng);
-    check_backward<TestType>([](auto... a) { k::softmax_backward<TestType>(a...); }, slots, rng);
+    for (bool give_dots : {false, true})
+      check_backward<TestType>([](auto... a) { k::softmax_backward<TestType>(a...); }, slots, rng, give_dots);
   }
+}
+
+TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment",
+                   "[kernels][copy]", float, double) {
+  using S = TestType;
+  std::mt19937 rng(99);
+  std::normal_distribution<double> g(0.0, 1.0);
+  for (Index cols : {0, 1, 5, 16, 17, 33, 100})
+    for (Index offset : {0, 1, 3, 8})  // dst misaligned by `offset` scalars
+      for (bool stream : {false, true}) {
+        const Index rows = 3, ld = cols + 5;
+        std::vector<S> src(static_cast<std::size_t>(rows * ld)), scale(static_cast<std::size_t>(rows));
+        for (auto& v : src) v = static_cast<S>(g(rng));
+        for (auto& v : scale) v = static_cast<S>(g(rng));
+        std::vector<S> buffer(static_cast<std::size_t>(rows * ld + offset + 16), S(-7));
+        S* dst = buffer.data() + offset;
+        k::scale_rows<S>(dst, ld, src.data(), ld, rows, cols, scale.data(), stream);
+        INFO("cols " << cols << ", offset " << offset << ", stream " << stream);
+        for (Index i = 0; i < rows; ++i)
+          for (Index j = 0; j < ld; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i * ld + j);
+            if (j < cols)
+              REQUIRE(dst[at] == src[at] * scale[static_cast<std::size_t>(i)]);
+            else
+              REQUIRE(dst[at] == S(-7));  // padding between rows untouched
+          }
+      }
 }
 
 #if defined(SYNATTN_HAVE_AVX512_KERNELS)

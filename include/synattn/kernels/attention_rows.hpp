@@ -39,8 +39,17 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
 template <class Scalar>
 inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
                              Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
-                             int slots) noexcept {
-  active::softmax_backward<Scalar>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, slots);
+                             int slots, const Scalar* dots = nullptr) noexcept {
+  active::softmax_backward<Scalar>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, slots,
+                                   dots);
+}
+
+// dst row i = src row i * scale[i]; with `stream`, possibly bypassing the
+// caches (the layer copies its probabilities out with it).
+template <class Scalar>
+inline void scale_rows(Scalar* dst, Index ldd, const Scalar* src, Index lds, Index rows, Index cols,
+                       const Scalar* scale, bool stream) noexcept {
+  active::scale_rows<Scalar>(dst, ldd, src, lds, rows, cols, scale, stream);
 }
 
 // The normalised softmax of a block, in place (numerators, then each row

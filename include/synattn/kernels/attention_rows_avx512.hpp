@@ -53,6 +53,7 @@ struct Ops<float> {
   static V load(const float* p, M m) noexcept { return _mm512_maskz_loadu_ps(m, p); }
   static void store(float* p, V v) noexcept { _mm512_storeu_ps(p, v); }
   static void store(float* p, V v, M m) noexcept { _mm512_mask_storeu_ps(p, m, v); }
+  static void stream(float* p, V v) noexcept { _mm512_stream_ps(p, v); }  // p 64-byte aligned
   static V add(V a, V b) noexcept { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) noexcept { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) noexcept { return _mm512_mul_ps(a, b); }
@@ -62,7 +63,26 @@ struct Ops<float> {
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
   static M ge(V a, V b) noexcept { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
-  static V exp(V a) noexcept { return Eigen::internal::pexp<Eigen::internal::Packet16f>(a); }
+  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k * 2^f with
+  // k = round(a log2 e), |f| <= 1/2, 2^f by a degree-6 polynomial (relative
+  // error < 2e-7, about 2 ulp) and vscalefps for the 2^k: 11 instructions,
+  // half of Eigen's generic pexp (clamps, floor, integer exponent bits). The
+  // clamp at -104 keeps -inf from making f = -inf - (-inf) = NaN; exp(-104)
+  // underflows to 0 and below the caller's flush threshold anyway.
+  static V exp(V a) noexcept {
+    const V t = _mm512_mul_ps(_mm512_max_ps(a, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(1.44269504088896341f));
+    const V k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V f = _mm512_sub_ps(t, k);  // exact: t and k are close
+    // 2^f = e^(f ln 2): Taylor coefficients of e^x in powers of f ln 2.
+    V p = _mm512_set1_ps(1.5403530393381606e-4f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, k);
+  }
   // Butterfly reductions; GCC 12's _mm512_reduce_* trip -Wuninitialized.
   template <class Op>
   static float reduce(V a, Op op) noexcept {
@@ -109,6 +129,7 @@ struct Ops<double> {
   static V load(const double* p, M m) noexcept { return _mm512_maskz_loadu_pd(m, p); }
   static void store(double* p, V v) noexcept { _mm512_storeu_pd(p, v); }
   static void store(double* p, V v, M m) noexcept { _mm512_mask_storeu_pd(p, m, v); }
+  static void stream(double* p, V v) noexcept { _mm512_stream_pd(p, v); }  // p 64-byte aligned
   static V add(V a, V b) noexcept { return _mm512_add_pd(a, b); }
   static V sub(V a, V b) noexcept { return _mm512_sub_pd(a, b); }
   static V mul(V a, V b) noexcept { return _mm512_mul_pd(a, b); }
@@ -180,7 +201,7 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
   using V = typename O::V;
   constexpr Index W = O::lanes;
   const BiasLookup<Scalar, L> lookup(shifted, slots);
-  const V flush = O::set1(exp_flush_threshold<Scalar>());
+  const V tiny = O::set1(std::numeric_limits<Scalar>::min());
   const V minus_inf = O::set1(-std::numeric_limits<Scalar>::infinity());
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
@@ -214,27 +235,29 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
       std::fill(row, row + ke, Scalar(0));
       continue;
     }
-    // Pass 2: exp(score - max), flushed below the threshold, and the sum.
+    // Pass 2: exp(score - max), flushed below the smallest normal, and the sum.
     const V vm = O::set1(max);
     V acc0 = O::zero(), acc1 = O::zero();
     Index j = 0;
     for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
       const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
-      const V e0 = O::maskz(O::ge(d0, flush), O::exp(d0)), e1 = O::maskz(O::ge(d1, flush), O::exp(d1));
+      V e0 = O::exp(d0), e1 = O::exp(d1);
+      e0 = O::maskz(O::ge(e0, tiny), e0);
+      e1 = O::maskz(O::ge(e1, tiny), e1);
       O::store(row + j, e0);
       O::store(row + j + W, e1);
       acc0 = O::add(acc0, e0);
       acc1 = O::add(acc1, e1);
     }
     for (; j < full; j += W) {
-      const V d = O::sub(O::load(row + j), vm);
-      const V e = O::maskz(O::ge(d, flush), O::exp(d));
+      const V x = O::exp(O::sub(O::load(row + j), vm));
+      const V e = O::maskz(O::ge(x, tiny), x);
       O::store(row + j, e);
       acc0 = O::add(acc0, e);
     }
     if (full < ke) {
-      const V d = O::sub(O::load(row + full, tail), vm);
-      const V e = O::maskz(static_cast<typename O::M>(O::ge(d, flush) & tail), O::exp(d));
+      const V x = O::exp(O::sub(O::load(row + full, tail), vm));
+      const V e = O::maskz(static_cast<typename O::M>(O::ge(x, tiny) & tail), x);
       O::store(row + full, e, tail);
       acc1 = O::add(acc1, e);
     }
@@ -246,7 +269,8 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
 // histogram variants below wrap it.
 template <class Scalar, int NB>
 void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
-                   Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride) noexcept {
+                   Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
+                   const Scalar* dots) noexcept {
   using O = Ops<Scalar>;
   using V = typename O::V;
   constexpr Index W = O::lanes;
@@ -262,16 +286,21 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
     if (ke == 0) continue;
     const Index full = ke / W * W;
     const auto tail = O::tail(ke - full);
-    V d0 = O::zero(), d1 = O::zero();
-    Index j = 0;
-    for (; j + 2 * W <= full; j += 2 * W) {
-      d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
-      d1 = O::fma(O::load(prow + j + W), O::load(row + j + W), d1);
+    V dot;
+    if (dots != nullptr) {
+      dot = O::set1(dots[i]);
+    } else {
+      V d0 = O::zero(), d1 = O::zero();
+      Index j = 0;
+      for (; j + 2 * W <= full; j += 2 * W) {
+        d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+        d1 = O::fma(O::load(prow + j + W), O::load(row + j + W), d1);
+      }
+      for (; j < full; j += W) d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+      if (full < ke) d1 = O::fma(O::load(prow + full, tail), O::load(row + full, tail), d1);
+      dot = O::set1(O::reduce_add(O::add(d0, d1)));
     }
-    for (; j < full; j += W) d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
-    if (full < ke) d1 = O::fma(O::load(prow + full, tail), O::load(row + full, tail), d1);
-    const V dot = O::set1(O::reduce_add(O::add(d0, d1)));
-    for (j = 0; j < full; j += W) {
+    for (Index j = 0; j < full; j += W) {
       const V g = O::mul(O::load(prow + j), O::sub(O::load(row + j), dot));
       O::store(row + j, g);
       if constexpr (NB > 0) {
@@ -308,11 +337,12 @@ constexpr int kRegisterBuckets = 16;
 template <class Scalar, int... K>
 void backward_register_histogram(int nb, std::integer_sequence<int, K...>, const Scalar* p, Index ldp, Scalar* dz,
                                  Index ld, const std::int8_t* buckets, Index ldb, Index rows, Index kend,
-                                 Index causal_row0, Index n, Scalar* hist, Index stride) noexcept {
+                                 Index causal_row0, Index n, Scalar* hist, Index stride,
+                                 const Scalar* dots) noexcept {
   using Fn = void (*)(const Scalar*, Index, Scalar*, Index, const std::int8_t*, Index, Index, Index, Index, Index,
-                      Scalar*, Index);
+                      Scalar*, Index, const Scalar*);
   static constexpr Fn table[] = {&backward_rows<Scalar, K + 1>...};
-  table[nb - 1](p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+  table[nb - 1](p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
 }
 
 }  // namespace detail
@@ -339,15 +369,48 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
 template <class Scalar>
 inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
                              Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
-                             int slots) noexcept {
+                             int slots, const Scalar* dots = nullptr) noexcept {
   const int nb = slots - 1;  // slot 0 (masked keys) never needs a sum
   if (hist == nullptr)
-    detail::backward_rows<Scalar, 0>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+    detail::backward_rows<Scalar, 0>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
   else if (nb >= 1 && nb <= detail::kRegisterBuckets)
     detail::backward_register_histogram<Scalar>(nb, std::make_integer_sequence<int, detail::kRegisterBuckets>(), p,
-                                                ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+                                                ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride,
+                                                dots);
   else
-    detail::backward_rows<Scalar, -1>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride);
+    detail::backward_rows<Scalar, -1>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
+}
+
+// Like portable::scale_rows; with `stream`, non-temporal stores: for a
+// destination far larger than the caches (the layer's probability buffer,
+// written once per forward pass and read back only by the backward pass) they
+// skip reading each destination line before overwriting it.
+template <class Scalar>
+inline void scale_rows(Scalar* dst, Index ldd, const Scalar* src, Index lds, Index rows, Index cols,
+                       const Scalar* scale, bool stream) noexcept {
+  if (!stream) {
+    portable::scale_rows<Scalar>(dst, ldd, src, lds, rows, cols, scale, false);
+    return;
+  }
+  using O = detail::Ops<Scalar>;
+  constexpr Index W = O::lanes;
+  for (Index i = 0; i < rows; ++i) {
+    const auto s = O::set1(scale[i]);
+    const Scalar* in = src + i * lds;
+    Scalar* out = dst + i * ldd;
+    // Unaligned head up to a 64-byte boundary, streamed body, masked tail.
+    const Index head = std::min<Index>(
+        cols, static_cast<Index>((64 - reinterpret_cast<std::uintptr_t>(out) % 64) % 64 / sizeof(Scalar)));
+    if (reinterpret_cast<std::uintptr_t>(out) % sizeof(Scalar) != 0) {  // never for Eigen buffers
+      for (Index j = 0; j < cols; ++j) out[j] = in[j] * scale[i];
+      continue;
+    }
+    if (head > 0) O::store(out, O::mul(O::load(in, O::tail(head)), s), O::tail(head));
+    Index j = head;
+    for (; j + W <= cols; j += W) O::stream(out + j, O::mul(O::load(in + j), s));
+    if (j < cols) O::store(out + j, O::mul(O::load(in + j, O::tail(cols - j)), s), O::tail(cols - j));
+  }
+  _mm_sfence();  // order the streaming stores before anything that reads dst
 }
 
 }  // namespace avx512

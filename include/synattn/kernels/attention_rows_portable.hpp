@@ -16,10 +16,12 @@
 // number of entries of `shifted` (num_buckets + 1).
 //
 // Numerics. The softmax subtracts the row maximum; a row whose maximum is -inf
-// has no visible key and becomes zeros (SPEC §4), never NaN. exp of an
-// argument below log(smallest normal) is flushed to exactly 0: right for
-// masked keys (exp(-inf)), moves a visible key's probability by less than
-// 1.2e-38 (float) / 2.3e-308 (double), and keeps subnormals out of P V.
+// has no visible key and becomes zeros (SPEC §4), never NaN. Eigen's
+// vectorised exp does not return exact zeros for -inf or for arguments below
+// log(min normal) (it clamps, and returns tiny or subnormal values), so every
+// exp result below the smallest normal number is flushed to exactly 0: right
+// for masked keys, moves a visible key's probability by less than 1.2e-38
+// (float) / 2.3e-308 (double), and keeps subnormals out of P V.
 // Row sums are accumulated in the scalar type, in SIMD lanes (16-32 partial
 // sums for float), far inside the 1e-4 float tolerance of SPEC §4.
 #ifndef SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP
@@ -46,12 +48,6 @@ namespace kernels {
 // at n = 512: 2.6 ns per score with one copy on tree-like rows, 0.45 with 8).
 constexpr int kHistogramCopies = 8;
 
-// exp(x) for x below this is flushed to 0 (log of the smallest normal number).
-template <class Scalar>
-inline Scalar exp_flush_threshold() noexcept {
-  return std::log(std::numeric_limits<Scalar>::min());
-}
-
 // Visible prefix of row i of a block (see the conventions above).
 inline Index visible_keys(Index kend, Index causal_row0, Index i) noexcept {
   return causal_row0 < 0 ? kend : std::min(kend, causal_row0 + i + 1);
@@ -77,7 +73,7 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
                                Scalar* inv_sum) noexcept {
   SYNATTN_ASSERT(0 <= kend && kend <= n);
   (void)slots;
-  const Scalar flush = exp_flush_threshold<Scalar>();
+  const Scalar tiny = std::numeric_limits<Scalar>::min();
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
     const std::int8_t* b = buckets + i * ldb;
@@ -93,8 +89,11 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
       r.setZero();
       continue;
     }
-    r -= max;  // masked keys: -inf
-    r = (r < flush).select(Scalar(0), r.exp());
+    r = (r - max).exp();
+    // The flush loop vectorises (compare + blend); Eigen's sum() keeps SIMD
+    // partial sums, where a `sum +=` in the loop would be one serial chain
+    // (and an Eigen select() around exp() cost 10x: it did not vectorise).
+    for (Index j = 0; j < ke; ++j) row[j] = row[j] < tiny ? Scalar(0) : row[j];
     inv_sum[i] = Scalar(1) / r.sum();  // the sum is >= 1: the maximum contributes exp(0)
   }
 }
@@ -104,11 +103,14 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
 // and 0 on [kend_i, n). Masked keys have p = 0, hence dscore = 0. If `hist` is
 // not null, each dscore is also added to its bucket's slot (bucket + 1) in one
 // of the kHistogramCopies copies (hist[c * stride + slot]); slot 0 collects the
-// masked keys' zeros and is ignored.
+// masked keys' zeros and is ignored. If `dots` is not null, dots[i] is the
+// row's <p, dp>, known to the caller more cheaply: for P V attention it is
+// <dctx_i, ctx_i>, dv products instead of n (the kernel then reads each row
+// once instead of twice).
 template <class Scalar>
 inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
                              Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
-                             int slots) noexcept {
+                             int slots, const Scalar* dots = nullptr) noexcept {
   SYNATTN_ASSERT(0 <= kend && kend <= n);
   (void)slots;
   for (Index i = 0; i < rows; ++i) {
@@ -119,7 +121,7 @@ inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, c
     if (ke == 0) continue;
     ConstArrayMap<Scalar> prob(prow, ke);
     ArrayMap<Scalar> grad(row, ke);
-    const Scalar dot = (prob * grad).sum();
+    const Scalar dot = dots ? dots[i] : (prob * grad).sum();
     grad = prob * (grad - dot);
     if (hist == nullptr) continue;
     const std::int8_t* b = buckets + i * ldb;
@@ -128,6 +130,21 @@ inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, c
     for (; j + kHistogramCopies <= ke; j += kHistogramCopies)
       for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[j + c]] += row[j + c];
     for (Index c = 0; j + c < ke; ++c) h[c * stride + b[j + c]] += row[j + c];
+  }
+}
+
+// dst row i = src row i * scale[i] (rows x cols, leading dimensions ldd and
+// lds): normalising softmax numerators while copying them out. `stream` is a
+// hint that dst need not stay in cache (versions with streaming stores use it).
+template <class Scalar>
+inline void scale_rows(Scalar* dst, Index ldd, const Scalar* src, Index lds, Index rows, Index cols,
+                       const Scalar* scale, bool stream) noexcept {
+  (void)stream;
+  for (Index i = 0; i < rows; ++i) {
+    const Scalar s = scale[i];
+    const Scalar* in = src + i * lds;
+    Scalar* out = dst + i * ldd;
+    for (Index j = 0; j < cols; ++j) out[j] = in[j] * s;
   }
 }
 
