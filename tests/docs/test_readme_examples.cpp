@@ -59,6 +59,10 @@ TEST_CASE("README tour: the attention layer", "[readme]") {
   });
   layer.zero_grad();
 
+  auto y = layer.infer(x, lengths, buckets);
+
+  CHECK(y.rows() == batch * n);
+  CHECK(y.allFinite());
   CHECK(out.rows() == batch * n);
   CHECK(dx.rows() == batch * n);
   CHECK(visited == 10);  // Wq Wk Wv bq bk bv Wo bo table scale
