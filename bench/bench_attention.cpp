@@ -50,6 +50,7 @@
 #include <synattn/attention/syntax_attention.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/io/npy.hpp>
+#include <synattn/kernels/linear_small.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/conllu.hpp>
 #include <synattn/util/parallel.hpp>
@@ -343,7 +344,8 @@ synattn::AttentionOptions layer_options(const Shape& s) {
 // ---------------------------------------------------------------------------
 // The floor: the layer's products and nothing else (no bias, softmax, mask,
 // copies or checks), split into the same row blocks and (sequence, head)
-// tasks with the same parallel helpers, on the same shapes.
+// tasks with the same parallel helpers, on the same shapes; the projections
+// through the same linear_product (the small-rows kernel at sentence sizes).
 // ---------------------------------------------------------------------------
 
 class GemmFloor {
@@ -381,7 +383,7 @@ class GemmFloor {
     const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk;
     // qkv (B*n, 3d) = x (B*n, d) [Wq; Wk; Wv]^T
     parallel_chunks(x_.rows(), double(w_.size()), [&](Index r0, Index m) {
-      qkv_.middleRows(r0, m).noalias() = x_.middleRows(r0, m) * w_.transpose();
+      synattn::kernels::linear_product<Scalar>(qkv_.middleRows(r0, m), x_.middleRows(r0, m), w_);
     });
     // per (b, a, row block): S (m, n) = Q K^T / sqrt(dk); ctx (m, dv) = S V
     const Index rows = score_rows(), row_blocks = (n + rows - 1) / rows;
@@ -399,7 +401,7 @@ class GemmFloor {
     });
     // out (B*n, d) = ctx Wo^T
     parallel_chunks(ctx_.rows(), double(wo_.size()), [&](Index r0, Index m) {
-      out_.middleRows(r0, m).noalias() = ctx_.middleRows(r0, m) * wo_.transpose();
+      synattn::kernels::linear_product<Scalar>(out_.middleRows(r0, m), ctx_.middleRows(r0, m), wo_);
     });
   }
 

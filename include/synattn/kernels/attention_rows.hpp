@@ -5,6 +5,9 @@
 //                                        reference the others are tested against)
 //   kernels/attention_rows_avx512.hpp    AVX-512 F/BW/VL/DQ (e.g. -march=native
 //                                        on Skylake-SP and newer, Zen 4)
+//   kernels/attention_rows_avx2.hpp      AVX2 + FMA (e.g. -march=haswell, or
+//                                        -march=native on Haswell and newer,
+//                                        Zen 1-3), when AVX-512 is not targeted
 //
 // Define SYNATTN_PORTABLE_KERNELS to force the portable version (for
 // comparisons; the layer's results then differ only by rounding).
@@ -14,6 +17,7 @@
 #include "attention_rows_portable.hpp"
 
 #if !defined(SYNATTN_PORTABLE_KERNELS)
+#include "attention_rows_avx2.hpp"
 #include "attention_rows_avx512.hpp"
 #endif
 
@@ -23,6 +27,9 @@ namespace kernels {
 #if defined(SYNATTN_HAVE_AVX512_KERNELS) && !defined(SYNATTN_PORTABLE_KERNELS)
 namespace active = avx512;
 inline const char* active_isa() noexcept { return "avx512"; }
+#elif defined(SYNATTN_HAVE_AVX2_KERNELS) && !defined(SYNATTN_PORTABLE_KERNELS)
+namespace active = avx2;
+inline const char* active_isa() noexcept { return "avx2"; }
 #else
 namespace active = portable;
 inline const char* active_isa() noexcept { return "portable"; }

@@ -1,0 +1,458 @@
+// synattn — the attention row kernels with AVX2 and FMA, float (8 lanes) and
+// double (4 lanes): the same functions, arguments and results as
+// kernels/attention_rows_portable.hpp (its comment states the conventions),
+// which tests compare this file against. Compiled only when the compiler
+// targets AVX2 and FMA (e.g. -march=haswell, Zen); kernels/attention_rows.hpp
+// picks it when AVX-512 is not available.
+//
+// The structure follows kernels/attention_rows_avx512.hpp; what AVX2 changes:
+// - No mask registers: a mask is a vector of all-ones / all-zeros lanes.
+//   Row tails use vmaskmov loads and stores (which never touch, nor fault on,
+//   the lanes they leave out), and the packed compares and blends take the
+//   place of masked arithmetic.
+// - Bucket bytes of a row tail are copied into a small buffer filled with -1
+//   (slot 0, always a valid table index) instead of a masked byte load, so no
+//   byte past the row is read.
+// - The bias table of up to 8 / 16 / 32 (float) or 4 / 8 / 16 (double) slots
+//   sits in 1, 2 or 4 registers: vpermps looks up each register with the low
+//   index bits, blends on the next bits pick the register (double looks up
+//   its 64-bit entries as pairs of 32-bit ones, as vpermpd has no variable
+//   cross-lane form). Bigger tables use a hardware gather.
+// - The register histogram adds `bucket == k ? dscore : 0` (compare, and,
+//   add) per bucket instead of a masked add.
+#ifndef SYNATTN_KERNELS_ATTENTION_ROWS_AVX2_HPP
+#define SYNATTN_KERNELS_ATTENTION_ROWS_AVX2_HPP
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define SYNATTN_HAVE_AVX2_KERNELS 1
+
+#include <Eigen/Core>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "attention_rows_portable.hpp"
+
+namespace synattn {
+namespace kernels {
+namespace avx2 {
+namespace detail {
+
+// One packet of Scalar, its key-bucket indices and lane masks.
+template <class Scalar>
+struct Ops;
+
+template <>
+struct Ops<float> {
+  using V = __m256;
+  using I = __m256i;  // 8 x int32 bucket or slot indices
+  using M = __m256i;  // 8 x int32, all ones where the lane is selected
+  static constexpr Index lanes = 8;
+  static constexpr int log2_lanes = 3;
+  // Lanes [0, r); any r >= 0.
+  static M prefix(Index r) noexcept {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<Index>(r, lanes))),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V zero() noexcept { return _mm256_setzero_ps(); }
+  static V set1(float v) noexcept { return _mm256_set1_ps(v); }
+  static V load(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static V load(const float* p, M m) noexcept { return _mm256_maskload_ps(p, m); }  // 0 outside m
+  static void store(float* p, V v) noexcept { _mm256_storeu_ps(p, v); }
+  static void store(float* p, V v, M m) noexcept { _mm256_maskstore_ps(p, m, v); }
+  static void stream(float* p, V v) noexcept { _mm256_stream_ps(p, v); }  // p 32-byte aligned
+  static V add(V a, V b) noexcept { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) noexcept { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) noexcept { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) noexcept { return _mm256_fmadd_ps(a, b, c); }
+  static V max(V a, V b) noexcept { return _mm256_max_ps(a, b); }
+  static M ge(V a, V b) noexcept { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_GE_OQ)); }
+  static M both(M a, M b) noexcept { return _mm256_and_si256(a, b); }
+  static V keep(M m, V a) noexcept { return _mm256_and_ps(_mm256_castsi256_ps(m), a); }  // 0 outside m
+  // b where the sign bit of m's lane is set, else a.
+  static V select(M m, V a, V b) noexcept { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
+  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k * 2^f with
+  // k = round(a log2 e), |f| <= 1/2, 2^f by the avx512 file's degree-6
+  // polynomial (relative error < 2e-7) and 2^k built in the exponent bits.
+  // The clamp at -88 keeps k >= -127, whose exponent field 0 makes 2^k = +0
+  // (exp(a) < 8.5e-39 there, below the caller's flush threshold anyway), and
+  // keeps -inf from making f = -inf - (-inf) = NaN.
+  static V exp(V a) noexcept {
+    const V t = _mm256_mul_ps(_mm256_max_ps(a, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(1.44269504088896341f));
+    const V k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V f = _mm256_sub_ps(t, k);  // exact: t and k are close
+    V p = _mm256_set1_ps(1.5403530393381606e-4f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-2f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+  static float reduce_max(V a) noexcept {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+  }
+  static float reduce_add(V a) noexcept {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+  }
+  // Buckets of 8 keys, sign-extended; the tail form reads only r < 8 bytes
+  // and gives bucket -1 to the lanes past them.
+  static I buckets(const std::int8_t* b) noexcept {
+    std::int64_t w;
+    std::memcpy(&w, b, sizeof w);
+    return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(w));
+  }
+  static I buckets(const std::int8_t* b, Index r) noexcept {
+    std::int64_t w = -1;
+    std::memcpy(&w, b, static_cast<std::size_t>(r));
+    return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(w));
+  }
+  static I slots(I buckets) noexcept { return _mm256_add_epi32(buckets, _mm256_set1_epi32(1)); }
+  static M equal(I idx, int k) noexcept { return _mm256_cmpeq_epi32(idx, _mm256_set1_epi32(k)); }
+  // Table lookups. A register holds `lanes` entries; permute() reads the low
+  // log2_lanes bits of the permute index, bit(s, b) puts bit b of slot s in
+  // the lane's sign bit for select().
+  static I permute_index(I slots) noexcept { return slots; }
+  static V permute(I pidx, V table) noexcept { return _mm256_permutevar8x32_ps(table, pidx); }
+  static M bit(I slots, int b) noexcept { return _mm256_sll_epi32(slots, _mm_cvtsi32_si128(31 - b)); }
+  static V gather(I slots, const float* base) noexcept { return _mm256_i32gather_ps(base, slots, 4); }
+};
+
+template <>
+struct Ops<double> {
+  using V = __m256d;
+  using I = __m256i;  // 4 x int64 bucket or slot indices
+  using M = __m256i;  // 4 x int64, all ones where the lane is selected
+  static constexpr Index lanes = 4;
+  static constexpr int log2_lanes = 2;
+  static M prefix(Index r) noexcept {
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(static_cast<long long>(std::min<Index>(r, lanes))),
+                              _mm256_setr_epi64x(0, 1, 2, 3));
+  }
+  static V zero() noexcept { return _mm256_setzero_pd(); }
+  static V set1(double v) noexcept { return _mm256_set1_pd(v); }
+  static V load(const double* p) noexcept { return _mm256_loadu_pd(p); }
+  static V load(const double* p, M m) noexcept { return _mm256_maskload_pd(p, m); }
+  static void store(double* p, V v) noexcept { _mm256_storeu_pd(p, v); }
+  static void store(double* p, V v, M m) noexcept { _mm256_maskstore_pd(p, m, v); }
+  static void stream(double* p, V v) noexcept { _mm256_stream_pd(p, v); }  // p 32-byte aligned
+  static V add(V a, V b) noexcept { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) noexcept { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) noexcept { return _mm256_mul_pd(a, b); }
+  static V fma(V a, V b, V c) noexcept { return _mm256_fmadd_pd(a, b, c); }
+  static V max(V a, V b) noexcept { return _mm256_max_pd(a, b); }
+  static M ge(V a, V b) noexcept { return _mm256_castpd_si256(_mm256_cmp_pd(a, b, _CMP_GE_OQ)); }
+  static M both(M a, M b) noexcept { return _mm256_and_si256(a, b); }
+  static V keep(M m, V a) noexcept { return _mm256_and_pd(_mm256_castsi256_pd(m), a); }
+  static V select(M m, V a, V b) noexcept { return _mm256_blendv_pd(a, b, _mm256_castsi256_pd(m)); }
+  static V exp(V a) noexcept { return Eigen::internal::pexp<Eigen::internal::Packet4d>(a); }
+  static double reduce_max(V a) noexcept {
+    const __m128d x = _mm_max_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(x, _mm_unpackhi_pd(x, x)));
+  }
+  static double reduce_add(V a) noexcept {
+    const __m128d x = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));
+  }
+  static I buckets(const std::int8_t* b) noexcept {
+    std::int32_t w;
+    std::memcpy(&w, b, sizeof w);
+    return _mm256_cvtepi8_epi64(_mm_cvtsi32_si128(w));
+  }
+  static I buckets(const std::int8_t* b, Index r) noexcept {
+    std::int32_t w = -1;
+    std::memcpy(&w, b, static_cast<std::size_t>(r));
+    return _mm256_cvtepi8_epi64(_mm_cvtsi32_si128(w));
+  }
+  static I slots(I buckets) noexcept { return _mm256_add_epi64(buckets, _mm256_set1_epi64x(1)); }
+  static M equal(I idx, int k) noexcept { return _mm256_cmpeq_epi64(idx, _mm256_set1_epi64x(k)); }
+  // Entry s of a 4-double register is 32-bit lanes (2s, 2s + 1): vpermps
+  // moves it across 128-bit lanes, which vpermilpd cannot. Its low 3 bits
+  // are those of 2s, so the register is picked by bits 2 and up of s.
+  static I permute_index(I slots) noexcept {
+    const __m256i lo = _mm256_slli_epi64(slots, 1);  // 2s in the low half
+    return _mm256_or_si256(_mm256_or_si256(lo, _mm256_slli_epi64(lo, 32)), _mm256_set1_epi64x(1LL << 32));
+  }
+  static V permute(I pidx, V table) noexcept {
+    return _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(table), pidx));
+  }
+  static M bit(I slots, int b) noexcept { return _mm256_sll_epi64(slots, _mm_cvtsi32_si128(63 - b)); }
+  static V gather(I slots, const double* base) noexcept { return _mm256_i64gather_pd(base, slots, 8); }
+};
+
+// How the bias of a packet of keys is looked up: not at all (kNoBias), from
+// 1, 2 or 4 table registers, or by a hardware gather (kGather).
+constexpr int kNoBias = 0;
+constexpr int kGather = -1;
+
+template <class Scalar, int L>
+struct BiasLookup {
+  using O = Ops<Scalar>;
+  using V = typename O::V;
+  static constexpr int regs = L > 0 ? L : 1;
+  V t[regs];
+  const Scalar* base;
+  BiasLookup(const Scalar* shifted, int slots) noexcept : base(shifted) {
+    // Masked loads: `shifted` holds exactly `slots` values.
+    for (int q = 0; q < regs; ++q)
+      t[q] = L > 0 && q * O::lanes < slots ? O::load(shifted + q * O::lanes, O::prefix(slots - q * O::lanes))
+                                           : O::zero();
+  }
+  V operator()(typename O::I slots) const noexcept {
+    if constexpr (L == kGather) {
+      return O::gather(slots, base);
+    } else if constexpr (L > 0) {
+      const auto pidx = O::permute_index(slots);
+      V r0 = O::permute(pidx, t[0]);
+      if constexpr (L >= 2) {
+        const auto hi = O::bit(slots, O::log2_lanes);
+        r0 = O::select(hi, r0, O::permute(pidx, t[1]));
+        if constexpr (L == 4) {
+          const V r2 = O::select(hi, O::permute(pidx, t[2]), O::permute(pidx, t[3]));
+          r0 = O::select(O::bit(slots, O::log2_lanes + 1), r0, r2);
+        }
+      }
+      return r0;
+    } else {
+      return O::zero();
+    }
+  }
+};
+
+template <class Scalar, int L>
+void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted, int slots,
+                Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum) noexcept {
+  using O = Ops<Scalar>;
+  using V = typename O::V;
+  constexpr Index W = O::lanes;
+  const BiasLookup<Scalar, L> lookup(shifted, slots);
+  const V tiny = O::set1(std::numeric_limits<Scalar>::min());
+  const V minus_inf = O::set1(-std::numeric_limits<Scalar>::infinity());
+  for (Index i = 0; i < rows; ++i) {
+    Scalar* row = z + i * ld;
+    const std::int8_t* b = buckets + i * ldb;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    inv_sum[i] = Scalar(0);
+    if (ke == 0) continue;
+    const Index full = ke / W * W;
+    const auto tail = O::prefix(ke - full);
+    // Pass 1: add the bias, keep the row maximum.
+    V vmax = minus_inf;
+    for (Index j = 0; j < full; j += W) {
+      V v = O::load(row + j);
+      if constexpr (L != kNoBias) {
+        v = O::add(v, lookup(O::slots(O::buckets(b + j))));
+        O::store(row + j, v);
+      }
+      vmax = O::max(vmax, v);
+    }
+    if (full < ke) {
+      V v = O::load(row + full, tail);
+      if constexpr (L != kNoBias) {
+        v = O::add(v, lookup(O::slots(O::buckets(b + full, ke - full))));
+        O::store(row + full, v, tail);
+      }
+      vmax = O::max(vmax, O::select(tail, minus_inf, v));  // lanes past the row load 0
+    }
+    const Scalar max = O::reduce_max(vmax);
+    if (max == -std::numeric_limits<Scalar>::infinity()) {
+      std::fill(row, row + ke, Scalar(0));
+      continue;
+    }
+    // Pass 2: exp(score - max), flushed below the smallest normal, and the sum.
+    const V vm = O::set1(max);
+    V acc0 = O::zero(), acc1 = O::zero();
+    Index j = 0;
+    for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
+      const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
+      V e0 = O::exp(d0), e1 = O::exp(d1);
+      e0 = O::keep(O::ge(e0, tiny), e0);
+      e1 = O::keep(O::ge(e1, tiny), e1);
+      O::store(row + j, e0);
+      O::store(row + j + W, e1);
+      acc0 = O::add(acc0, e0);
+      acc1 = O::add(acc1, e1);
+    }
+    for (; j < full; j += W) {
+      const V x = O::exp(O::sub(O::load(row + j), vm));
+      const V e = O::keep(O::ge(x, tiny), x);
+      O::store(row + j, e);
+      acc0 = O::add(acc0, e);
+    }
+    if (full < ke) {
+      // Lanes past the row hold exp(0 - max), possibly inf: keep them out.
+      const V x = O::exp(O::sub(O::load(row + full, tail), vm));
+      const V e = O::keep(O::both(O::ge(x, tiny), tail), x);
+      O::store(row + full, e, tail);
+      acc1 = O::add(acc1, e);
+    }
+    inv_sum[i] = Scalar(1) / O::reduce_add(O::add(acc0, acc1));
+  }
+}
+
+// dz = p * (dz - <p, dz>) on each row's visible prefix, and the bucket
+// histogram: NB > 0 buckets in registers, NB < 0 the portable scatter, NB = 0
+// none.
+template <class Scalar, int NB>
+void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
+                   Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
+                   const Scalar* dots) noexcept {
+  using O = Ops<Scalar>;
+  using V = typename O::V;
+  constexpr Index W = O::lanes;
+  // NB > 0: one accumulator register per bucket, reduced once per block.
+  V acc[NB > 0 ? NB : 1];
+  for (int k = 0; k < (NB > 0 ? NB : 1); ++k) acc[k] = O::zero();
+  for (Index i = 0; i < rows; ++i) {
+    const Scalar* prow = p + i * ldp;
+    Scalar* row = dz + i * ld;
+    const std::int8_t* b = buckets + i * ldb;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    std::fill(row + ke, row + n, Scalar(0));
+    if (ke == 0) continue;
+    const Index full = ke / W * W;
+    const auto tail = O::prefix(ke - full);
+    V dot;
+    if (dots != nullptr) {
+      dot = O::set1(dots[i]);
+    } else {
+      V d0 = O::zero(), d1 = O::zero();
+      Index j = 0;
+      for (; j + 2 * W <= full; j += 2 * W) {
+        d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+        d1 = O::fma(O::load(prow + j + W), O::load(row + j + W), d1);
+      }
+      for (; j < full; j += W) d0 = O::fma(O::load(prow + j), O::load(row + j), d0);
+      if (full < ke) d1 = O::fma(O::load(prow + full, tail), O::load(row + full, tail), d1);
+      dot = O::set1(O::reduce_add(O::add(d0, d1)));
+    }
+    for (Index j = 0; j < full; j += W) {
+      const V g = O::mul(O::load(prow + j), O::sub(O::load(row + j), dot));
+      O::store(row + j, g);
+      if constexpr (NB > 0) {
+        const auto bk = O::buckets(b + j);
+        for (int k = 0; k < NB; ++k) acc[k] = O::add(acc[k], O::keep(O::equal(bk, k), g));
+      }
+    }
+    if (full < ke) {
+      // Lanes past the row load p = 0, so g = 0 there; their bucket is -1
+      // anyway.
+      const V g = O::mul(O::load(prow + full, tail), O::sub(O::load(row + full, tail), dot));
+      O::store(row + full, g, tail);
+      if constexpr (NB > 0) {
+        const auto bk = O::buckets(b + full, ke - full);
+        for (int k = 0; k < NB; ++k) acc[k] = O::add(acc[k], O::keep(O::equal(bk, k), g));
+      }
+    }
+    if constexpr (NB < 0) {  // many buckets: the portable interleaved scatter
+      if (hist != nullptr) {
+        Scalar* h = hist + 1;
+        Index jj = 0;
+        for (; jj + kHistogramCopies <= ke; jj += kHistogramCopies)
+          for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[jj + c]] += row[jj + c];
+        for (Index c = 0; jj + c < ke; ++c) h[c * stride + b[jj + c]] += row[jj + c];
+      }
+    }
+  }
+  if constexpr (NB > 0)
+    for (int k = 0; k < NB; ++k) hist[k + 1] += O::reduce_add(acc[k]);
+}
+
+constexpr int kRegisterBuckets = 16;
+
+template <class Scalar, int... K>
+void backward_register_histogram(int nb, std::integer_sequence<int, K...>, const Scalar* p, Index ldp, Scalar* dz,
+                                 Index ld, const std::int8_t* buckets, Index ldb, Index rows, Index kend,
+                                 Index causal_row0, Index n, Scalar* hist, Index stride,
+                                 const Scalar* dots) noexcept {
+  using Fn = void (*)(const Scalar*, Index, Scalar*, Index, const std::int8_t*, Index, Index, Index, Index, Index,
+                      Scalar*, Index, const Scalar*);
+  static constexpr Fn table[] = {&backward_rows<Scalar, K + 1>...};
+  table[nb - 1](p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
+}
+
+}  // namespace detail
+
+template <class Scalar>
+inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
+                               int slots, Index rows, Index kend, Index causal_row0, Index n,
+                               Scalar* inv_sum) noexcept {
+  constexpr int W = static_cast<int>(detail::Ops<Scalar>::lanes);
+  if (shifted == nullptr)
+    detail::numerators<Scalar, detail::kNoBias>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n,
+                                                inv_sum);
+  else if (slots <= W)
+    detail::numerators<Scalar, 1>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum);
+  else if (slots <= 2 * W)
+    detail::numerators<Scalar, 2>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum);
+  else if (slots <= 4 * W)
+    detail::numerators<Scalar, 4>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum);
+  else
+    detail::numerators<Scalar, detail::kGather>(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n,
+                                                inv_sum);
+}
+
+template <class Scalar>
+inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
+                             Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
+                             int slots, const Scalar* dots = nullptr) noexcept {
+  const int nb = slots - 1;  // slot 0 (masked keys) never needs a sum
+  if (hist == nullptr)
+    detail::backward_rows<Scalar, 0>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
+  else if (nb >= 1 && nb <= detail::kRegisterBuckets)
+    detail::backward_register_histogram<Scalar>(nb, std::make_integer_sequence<int, detail::kRegisterBuckets>(), p,
+                                                ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride,
+                                                dots);
+  else
+    detail::backward_rows<Scalar, -1>(p, ldp, dz, ld, buckets, ldb, rows, kend, causal_row0, n, hist, stride, dots);
+}
+
+// Like portable::scale_rows; with `stream`, non-temporal stores (see the
+// avx512 file for why the layer wants them).
+template <class Scalar>
+inline void scale_rows(Scalar* dst, Index ldd, const Scalar* src, Index lds, Index rows, Index cols,
+                       const Scalar* scale, bool stream) noexcept {
+  if (!stream) {
+    portable::scale_rows<Scalar>(dst, ldd, src, lds, rows, cols, scale, false);
+    return;
+  }
+  using O = detail::Ops<Scalar>;
+  constexpr Index W = O::lanes;
+  for (Index i = 0; i < rows; ++i) {
+    const auto s = O::set1(scale[i]);
+    const Scalar* in = src + i * lds;
+    Scalar* out = dst + i * ldd;
+    if (reinterpret_cast<std::uintptr_t>(out) % sizeof(Scalar) != 0) {  // never for Eigen buffers
+      for (Index j = 0; j < cols; ++j) out[j] = in[j] * scale[i];
+      continue;
+    }
+    // Unaligned head up to a 32-byte boundary, streamed body, masked tail.
+    const Index head = std::min<Index>(
+        cols, static_cast<Index>((32 - reinterpret_cast<std::uintptr_t>(out) % 32) % 32 / sizeof(Scalar)));
+    if (head > 0) O::store(out, O::mul(O::load(in, O::prefix(head)), s), O::prefix(head));
+    Index j = head;
+    for (; j + W <= cols; j += W) O::stream(out + j, O::mul(O::load(in + j), s));
+    if (j < cols) O::store(out + j, O::mul(O::load(in + j, O::prefix(cols - j)), s), O::prefix(cols - j));
+  }
+  _mm_sfence();  // order the streaming stores before anything that reads dst
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace synattn
+
+#endif  // AVX2 && FMA
+#endif  // SYNATTN_KERNELS_ATTENTION_ROWS_AVX2_HPP

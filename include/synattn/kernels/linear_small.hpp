@@ -1,0 +1,63 @@
+// synattn — C = A B^T, the product of an nn.Linear layer (B is the (n, k)
+// weight), through Eigen's general product or, for a few rows of A on a CPU
+// with a dedicated kernel, through kernels/linear_small_avx512.hpp, which
+// does not pack B (see there why that matters at single-sentence sizes).
+//
+// Eigen's product is the portable path and the reference the tests compare
+// the kernel against. Define SYNATTN_PORTABLE_KERNELS to always use it.
+#ifndef SYNATTN_KERNELS_LINEAR_SMALL_HPP
+#define SYNATTN_KERNELS_LINEAR_SMALL_HPP
+
+#include <Eigen/Core>
+
+#include <vector>
+
+#include "../config.hpp"
+#include "../matrix.hpp"
+
+#if !defined(SYNATTN_PORTABLE_KERNELS)
+#include "linear_small_avx512.hpp"
+#endif
+
+namespace synattn {
+namespace kernels {
+
+// Rows of A from which Eigen's general product is as fast again (measured on
+// AVX-512, float: the kernel is 1.6x faster at 16 rows, 1.15x at 64, slower
+// at 128; below half a register of rows Eigen's matrix-vector path wins).
+constexpr Index kSmallLinearMaxRows = 64;
+
+// Whether linear_product() takes the small-rows kernel for m rows.
+template <class Scalar>
+inline bool uses_small_linear(Index m) noexcept {
+#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+  constexpr Index lanes = 64 / Index(sizeof(Scalar));
+  return m > lanes / 2 && m <= kSmallLinearMaxRows;
+#else
+  (void)m;
+  return false;
+#endif
+}
+
+// C = A B^T; C and A are row-major with contiguous rows (blocks of rows of
+// row-major matrices qualify), B a row-major (n, k) matrix. C is overwritten.
+template <class Scalar, class DstC, class SrcA, class SrcB>
+inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B) {
+  const Index m = A.rows(), n = B.rows(), k = A.cols();
+  SYNATTN_ASSERT(B.cols() == k && C.rows() == m && C.cols() == n);
+#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+  if (uses_small_linear<Scalar>(m) && k > 0) {
+    std::vector<Scalar, Eigen::aligned_allocator<Scalar>> panel(
+        static_cast<std::size_t>(avx512::linear_small_workspace<Scalar>(k)));
+    avx512::linear_small<Scalar>(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(), C.outerStride(), m,
+                                 n, k, panel.data());
+    return;
+  }
+#endif
+  C.noalias() = A * B.transpose();
+}
+
+}  // namespace kernels
+}  // namespace synattn
+
+#endif  // SYNATTN_KERNELS_LINEAR_SMALL_HPP

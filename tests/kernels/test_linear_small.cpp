@@ -1,0 +1,74 @@
+// C = A B^T through linear_product (the layer's projections) and, where it is
+// compiled, the small-rows AVX-512 kernel itself, against Eigen's product in
+// double: every row count around the register width, outputs around the
+// kernel's 8-wide blocks, inner sizes with tails, and strided blocks.
+#include <catch2/catch.hpp>
+
+#include <synattn/kernels/linear_small.hpp>
+
+#include <random>
+#include <vector>
+
+using synattn::Index;
+using synattn::RowMajorMatrix;
+
+namespace {
+
+template <class S>
+RowMajorMatrix<S> random(Index rows, Index cols, std::mt19937& rng) {
+  std::normal_distribution<double> g(0.0, 1.0);
+  RowMajorMatrix<S> m(rows, cols);
+  for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<S>(g(rng));
+  return m;
+}
+
+template <class S>
+double tolerance(Index k) {
+  return (sizeof(S) == 4 ? 2e-6 : 1e-14) * double(k + 1) * 4;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("linear_product equals A B^T for every shape class, on blocks of larger matrices",
+                   "[kernels][linear]", float, double) {
+  using S = TestType;
+  std::mt19937 rng(5);
+  for (Index m : {1, 4, 5, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100})
+    for (Index n : {1, 7, 8, 9, 33})
+      for (Index k : {1, 5, 16, 17, 100}) {
+        // A and C are middle blocks of wider matrices (outer stride > cols).
+        const RowMajorMatrix<S> a_full = random<S>(m + 2, k + 3, rng), b = random<S>(n, k, rng);
+        RowMajorMatrix<S> c_full = RowMajorMatrix<S>::Constant(m + 2, n + 4, S(-3));
+        const auto A = a_full.block(1, 2, m, k);
+        synattn::kernels::linear_product<S>(c_full.block(1, 1, m, n), A, b);
+        const RowMajorMatrix<double> want = A.template cast<double>() * b.template cast<double>().transpose();
+        INFO("m " << m << ", n " << n << ", k " << k << ", small kernel "
+                  << synattn::kernels::uses_small_linear<S>(m));
+        CHECK((c_full.block(1, 1, m, n).template cast<double>() - want).cwiseAbs().maxCoeff() <= tolerance<S>(k));
+        // Nothing outside the destination block is touched.
+        CHECK(c_full.row(0).isConstant(S(-3)));
+        CHECK(c_full.row(m + 1).isConstant(S(-3)));
+        CHECK(c_full.col(0).isConstant(S(-3)));
+        CHECK(c_full.rightCols(3).isConstant(S(-3)));
+      }
+}
+
+#if defined(SYNATTN_HAVE_AVX512_LINEAR)
+TEMPLATE_TEST_CASE("the AVX-512 small-rows kernel matches Eigen's product at every row count", "[kernels][linear][avx512]",
+                   float, double) {
+  using S = TestType;
+  std::mt19937 rng(8);
+  for (Index m = 1; m <= 40; ++m)
+    for (Index n : {1, 8, 13}) {
+      const Index k = 37;
+      const RowMajorMatrix<S> a = random<S>(m, k, rng), b = random<S>(n, k, rng);
+      RowMajorMatrix<S> c(m, n);
+      std::vector<S, Eigen::aligned_allocator<S>> panel(
+          static_cast<std::size_t>(synattn::kernels::avx512::linear_small_workspace<S>(k)));
+      synattn::kernels::avx512::linear_small<S>(a.data(), k, b.data(), k, c.data(), n, m, n, k, panel.data());
+      const RowMajorMatrix<double> want = a.template cast<double>() * b.template cast<double>().transpose();
+      INFO("m " << m << ", n " << n);
+      CHECK((c.template cast<double>() - want).cwiseAbs().maxCoeff() <= tolerance<S>(k));
+    }
+}
+#endif
