@@ -63,24 +63,28 @@ struct Ops<float> {
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
   static M ge(V a, V b) noexcept { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
-  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k * 2^f with
-  // k = round(a log2 e), |f| <= 1/2, 2^f by a degree-6 polynomial (relative
-  // error < 2e-7, about 2 ulp) and vscalefps for the 2^k: 11 instructions,
-  // half of Eigen's generic pexp (clamps, floor, integer exponent bits). The
-  // clamp at -104 keeps -inf from making f = -inf - (-inf) = NaN; exp(-104)
-  // underflows to 0 and below the caller's flush threshold anyway.
+  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k e^r with
+  // k = round(a log2 e), r = a - k ln 2 in two FMAs (Cody-Waite: ln 2 split
+  // into an exactly representable head and a tail, so r is accurate at any
+  // k), e^r by Eigen's (Cephes) polynomial on |r| <= ln2 / 2 (relative error
+  // ~1e-7) and vscalefps for the 2^k: 13 instructions, about half of Eigen's
+  // generic pexp (clamps, floor, integer exponent bits). The clamp at -104
+  // keeps -inf from making r = -inf + inf = NaN; exp(-104) underflows to 0,
+  // below the caller's flush threshold anyway.
   static V exp(V a) noexcept {
-    const V t = _mm512_mul_ps(_mm512_max_ps(a, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(1.44269504088896341f));
-    const V k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const V f = _mm512_sub_ps(t, k);  // exact: t and k are close
-    // 2^f = e^(f ln 2): Taylor coefficients of e^x in powers of f ln 2.
-    V p = _mm512_set1_ps(1.5403530393381606e-4f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    const V x = _mm512_max_ps(a, _mm512_set1_ps(-104.0f));
+    const V k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    V r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693359375f), x);  // ln 2 head: 8 significant bits
+    r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f), r);   // ln 2 tail
+    const V r2 = _mm512_mul_ps(r, r);
+    V p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // 1 + r + r^2 (...)
     return _mm512_scalef_ps(p, k);
   }
   // Butterfly reductions; GCC 12's _mm512_reduce_* trip -Wuninitialized.
@@ -183,8 +187,11 @@ struct BiasLookup {
   const Scalar* base;
   BiasLookup(const Scalar* shifted, int slots) noexcept : base(shifted) {
     // Masked loads: `shifted` holds exactly `slots` values.
-    t0 = O::load(shifted, O::prefix(slots));
-    t1 = slots > O::lanes ? O::load(shifted + O::lanes, O::prefix(slots - O::lanes)) : O::zero();
+    t0 = t1 = O::zero();
+    if constexpr (L == Lookup::Permute || L == Lookup::Permute2) {  // `shifted` is null without a bias
+      t0 = O::load(shifted, O::prefix(slots));
+      if (slots > O::lanes) t1 = O::load(shifted + O::lanes, O::prefix(slots - O::lanes));
+    }
   }
   typename O::V operator()(typename O::I idx) const noexcept {
     if constexpr (L == Lookup::Permute) return O::permute(idx, t0);
@@ -265,6 +272,13 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
   }
 }
 
+// acc[k] += g where bucket == k, for k < NB, unrolled by the fold (a `for
+// (k < NB)` loop may stay rolled at -O2 and keep acc[] in memory).
+template <class O, int... K>
+inline void add_to_buckets(typename O::V* acc, __m128i bk, typename O::V g, std::integer_sequence<int, K...>) noexcept {
+  ((acc[K] = O::mask_add(acc[K], O::equal(bk, K), acc[K], g)), ...);
+}
+
 // dz = p * (dz - <p, dz>) on one row's visible prefix; returns nothing, the
 // histogram variants below wrap it.
 template <class Scalar, int NB>
@@ -303,20 +317,14 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
     for (Index j = 0; j < full; j += W) {
       const V g = O::mul(O::load(prow + j), O::sub(O::load(row + j), dot));
       O::store(row + j, g);
-      if constexpr (NB > 0) {
-        const __m128i bk = O::bytes(b + j);
-        for (int k = 0; k < NB; ++k) acc[k] = O::mask_add(acc[k], O::equal(bk, k), acc[k], g);
-      }
+      if constexpr (NB > 0) add_to_buckets<O>(acc, O::bytes(b + j), g, std::make_integer_sequence<int, NB>());
     }
     if (full < ke) {
       // Lanes past the tail load p = 0, so g = 0 there and the histogram
       // may add them to any bucket.
       const V g = O::mul(O::load(prow + full, tail), O::sub(O::load(row + full, tail), dot));
       O::store(row + full, g, tail);
-      if constexpr (NB > 0) {
-        const __m128i bk = O::bytes(b + full, tail);
-        for (int k = 0; k < NB; ++k) acc[k] = O::mask_add(acc[k], O::equal(bk, k), acc[k], g);
-      }
+      if constexpr (NB > 0) add_to_buckets<O>(acc, O::bytes(b + full, tail), g, std::make_integer_sequence<int, NB>());
     }
     if constexpr (NB < 0) {  // many buckets: the portable interleaved scatter
       if (hist != nullptr) {

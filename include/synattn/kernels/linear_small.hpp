@@ -43,9 +43,9 @@ inline bool uses_small_linear(Index m) noexcept {
 // row-major matrices qualify), B a row-major (n, k) matrix. C is overwritten.
 template <class Scalar, class DstC, class SrcA, class SrcB>
 inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B) {
-  const Index m = A.rows(), n = B.rows(), k = A.cols();
-  SYNATTN_ASSERT(B.cols() == k && C.rows() == m && C.cols() == n);
+  SYNATTN_ASSERT(B.cols() == A.cols() && C.rows() == A.rows() && C.cols() == B.rows());
 #if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+  const Index m = A.rows(), n = B.rows(), k = A.cols();
   if (uses_small_linear<Scalar>(m) && k > 0) {
     std::vector<Scalar, Eigen::aligned_allocator<Scalar>> panel(
         static_cast<std::size_t>(avx512::linear_small_workspace<Scalar>(k)));
