@@ -29,7 +29,7 @@ double tolerance(Index k) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("linear_product equals A B^T for every shape class, on blocks of larger matrices",
+TEMPLATE_TEST_CASE("linear_product equals A B^T (+ bias) for every shape class, on blocks of larger matrices",
                    "[kernels][linear]", float, double) {
   using S = TestType;
   std::mt19937 rng(5);
@@ -40,8 +40,11 @@ TEMPLATE_TEST_CASE("linear_product equals A B^T for every shape class, on blocks
         const RowMajorMatrix<S> a_full = random<S>(m + 2, k + 3, rng), b = random<S>(n, k, rng);
         RowMajorMatrix<S> c_full = RowMajorMatrix<S>::Constant(m + 2, n + 4, S(-3));
         const auto A = a_full.block(1, 2, m, k);
-        synattn::kernels::linear_product<S>(c_full.block(1, 1, m, n), A, b);
-        const RowMajorMatrix<double> want = A.template cast<double>() * b.template cast<double>().transpose();
+        const bool with_bias = (m + n + k) % 2 == 0;
+        const RowMajorMatrix<S> bias = random<S>(1, n, rng);
+        synattn::kernels::linear_product<S>(c_full.block(1, 1, m, n), A, b, with_bias ? bias.data() : nullptr);
+        RowMajorMatrix<double> want = A.template cast<double>() * b.template cast<double>().transpose();
+        if (with_bias) want.rowwise() += bias.template cast<double>().row(0);
         INFO("m " << m << ", n " << n << ", k " << k << ", small kernel "
                   << synattn::kernels::uses_small_linear<S>(m));
         CHECK((c_full.block(1, 1, m, n).template cast<double>() - want).cwiseAbs().maxCoeff() <= tolerance<S>(k));

@@ -475,8 +475,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
     const ConstMap w(params + wq.offset, c.qkv_.cols(), options_.d_model);
     const ConstRow b(params + bq.offset, c.qkv_.cols());
     parallel_chunks(B * nq, double(w.size()), [&](Index r0, Index m) {
-      kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w);
-      c.qkv_.middleRows(r0, m).rowwise() += b;
+      kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w, b.data());
     });
   } else {
     // q (B*n_q, h*dk) = x_q Wq^T + bq;  kv (B*n_kv, h*dk + h*dv) = memory [Wk; Wv]^T + [bk, bv]
@@ -485,12 +484,10 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
     const ConstMap w_kv(params + wk.offset, c.kv_.cols(), dm_kv_);
     const ConstRow b_kv(params + bk.offset, c.kv_.cols());
     parallel_chunks(B * nq, double(w_q.size()), [&](Index r0, Index m) {
-      kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w_q);
-      c.qkv_.middleRows(r0, m).rowwise() += b_q;
+      kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w_q, b_q.data());
     });
     parallel_chunks(B * nkv, double(w_kv.size()), [&](Index r0, Index m) {
-      kernels::linear_product<Scalar>(c.kv_.middleRows(r0, m), x_kv->middleRows(r0, m), w_kv);
-      c.kv_.middleRows(r0, m).rowwise() += b_kv;
+      kernels::linear_product<Scalar>(c.kv_.middleRows(r0, m), x_kv->middleRows(r0, m), w_kv, b_kv.data());
     });
   }
   Matrix& qsrc = c.qkv_;
@@ -619,8 +616,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
   const ConstMap wo(params + store_.info(id_.wo).offset, options_.d_model, H * dv);
   const ConstRow bo(params + store_.info(id_.bo).offset, options_.d_model);
   parallel_chunks(B * nq, double(wo.size()), [&](Index r0, Index m) {
-    kernels::linear_product<Scalar>(out.middleRows(r0, m), c.ctx_.middleRows(r0, m), wo);
-    out.middleRows(r0, m).rowwise() += bo;
+    kernels::linear_product<Scalar>(out.middleRows(r0, m), c.ctx_.middleRows(r0, m), wo, bo.data());
   });
 }
 

@@ -63,19 +63,20 @@ struct Ops<float> {
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
   static M ge(V a, V b) noexcept { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
-  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k e^r with
-  // k = round(a log2 e), r = a - k ln 2 in two FMAs (Cody-Waite: ln 2 split
-  // into an exactly representable head and a tail, so r is accurate at any
-  // k), e^r by Eigen's (Cephes) polynomial on |r| <= ln2 / 2 (relative error
-  // ~1e-7) and vscalefps for the 2^k: 13 instructions, about half of Eigen's
-  // generic pexp (clamps, floor, integer exponent bits). The clamp at -104
-  // keeps -inf from making r = -inf + inf = NaN; exp(-104) underflows to 0,
-  // below the caller's flush threshold anyway.
-  static V exp(V a) noexcept {
-    const V x = _mm512_max_ps(a, _mm512_set1_ps(-104.0f));
-    const V k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys), flushed to exactly
+  // 0 where a < -87.33 (just above log of the smallest normal, -87.3365, so
+  // no result is subnormal): 2^k e^r with k = round(a log2 e), r = a - k ln 2
+  // in two FMAs (Cody-Waite: ln 2 split into an exactly representable head
+  // and a tail, so r is accurate at any k), e^r by Eigen's (Cephes)
+  // polynomial on |r| <= ln2 / 2 (relative error 1.2e-7 measured over
+  // [-87, 0]) and vscalefps for the 2^k, whose zero-masking does the flush:
+  // 13 instructions, about half of Eigen's generic pexp plus a flush. Masked
+  // keys (-inf) compute NaN in lanes the mask then zeroes.
+  static V exp_flushed(V a) noexcept {
+    const M keep = _mm512_cmp_ps_mask(a, _mm512_set1_ps(-87.33f), _CMP_GE_OQ);
+    const V k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693359375f), x);  // ln 2 head: 8 significant bits
+    V r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693359375f), a);  // ln 2 head: 8 significant bits
     r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f), r);   // ln 2 tail
     const V r2 = _mm512_mul_ps(r, r);
     V p = _mm512_set1_ps(1.9875691500e-4f);
@@ -85,7 +86,7 @@ struct Ops<float> {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // 1 + r + r^2 (...)
-    return _mm512_scalef_ps(p, k);
+    return _mm512_maskz_scalef_ps(keep, p, k);
   }
   // Butterfly reductions; GCC 12's _mm512_reduce_* trip -Wuninitialized.
   template <class Op>
@@ -143,7 +144,12 @@ struct Ops<double> {
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_pd(src, m, a, b); }
   static M ge(V a, V b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_pd(m, a); }
-  static V exp(V a) noexcept { return Eigen::internal::pexp<Eigen::internal::Packet8d>(a); }
+  // Eigen's exp, flushed to exactly 0 below the smallest normal number.
+  static V exp_flushed(V a) noexcept {
+    const V e = Eigen::internal::pexp<Eigen::internal::Packet8d>(a);
+    return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(e, _mm512_set1_pd(std::numeric_limits<double>::min()), _CMP_GE_OQ),
+                               e);
+  }
   template <class Op>
   static double reduce(V a, Op op) noexcept {
     // The all-lanes masked forms: the unmasked ones trip GCC 12's
@@ -208,7 +214,6 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
   using V = typename O::V;
   constexpr Index W = O::lanes;
   const BiasLookup<Scalar, L> lookup(shifted, slots);
-  const V tiny = O::set1(std::numeric_limits<Scalar>::min());
   const V minus_inf = O::set1(-std::numeric_limits<Scalar>::infinity());
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
@@ -242,29 +247,25 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
       std::fill(row, row + ke, Scalar(0));
       continue;
     }
-    // Pass 2: exp(score - max), flushed below the smallest normal, and the sum.
+    // Pass 2: exp(score - max), flushed to 0 below the smallest normal, and the sum.
     const V vm = O::set1(max);
     V acc0 = O::zero(), acc1 = O::zero();
     Index j = 0;
     for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
       const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
-      V e0 = O::exp(d0), e1 = O::exp(d1);
-      e0 = O::maskz(O::ge(e0, tiny), e0);
-      e1 = O::maskz(O::ge(e1, tiny), e1);
+      const V e0 = O::exp_flushed(d0), e1 = O::exp_flushed(d1);
       O::store(row + j, e0);
       O::store(row + j + W, e1);
       acc0 = O::add(acc0, e0);
       acc1 = O::add(acc1, e1);
     }
     for (; j < full; j += W) {
-      const V x = O::exp(O::sub(O::load(row + j), vm));
-      const V e = O::maskz(O::ge(x, tiny), x);
+      const V e = O::exp_flushed(O::sub(O::load(row + j), vm));
       O::store(row + j, e);
       acc0 = O::add(acc0, e);
     }
     if (full < ke) {
-      const V x = O::exp(O::sub(O::load(row + full, tail), vm));
-      const V e = O::maskz(static_cast<typename O::M>(O::ge(x, tiny) & tail), x);
+      const V e = O::maskz(tail, O::exp_flushed(O::sub(O::load(row + full, tail), vm)));
       O::store(row + full, e, tail);
       acc1 = O::add(acc1, e);
     }

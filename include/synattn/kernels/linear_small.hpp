@@ -39,10 +39,14 @@ inline bool uses_small_linear(Index m) noexcept {
 #endif
 }
 
-// C = A B^T; C and A are row-major with contiguous rows (blocks of rows of
-// row-major matrices qualify), B a row-major (n, k) matrix. C is overwritten.
+// C = A B^T (+ bias on every row, if `bias` is not null: an nn.Linear); C
+// and A are row-major with contiguous rows (blocks of rows of row-major
+// matrices qualify), B a row-major (n, k) matrix. C is overwritten. With a
+// bias, Eigen's product accumulates onto C filled with the bias rows, which
+// costs what its own zero fill costs, instead of a separate pass adding it.
 template <class Scalar, class DstC, class SrcA, class SrcB>
-inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B) {
+inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar* bias = nullptr) {
+  using BiasRow = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
   SYNATTN_ASSERT(B.cols() == A.cols() && C.rows() == A.rows() && C.cols() == B.rows());
 #if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
   const Index m = A.rows(), n = B.rows(), k = A.cols();
@@ -51,10 +55,16 @@ inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B) {
         static_cast<std::size_t>(avx512::linear_small_workspace<Scalar>(k)));
     avx512::linear_small<Scalar>(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(), C.outerStride(), m,
                                  n, k, panel.data());
+    if (bias) C.rowwise() += BiasRow(bias, B.rows());
     return;
   }
 #endif
-  C.noalias() = A * B.transpose();
+  if (bias) {
+    C.rowwise() = BiasRow(bias, B.rows());
+    C.noalias() += A * B.transpose();
+  } else {
+    C.noalias() = A * B.transpose();
+  }
 }
 
 }  // namespace kernels
