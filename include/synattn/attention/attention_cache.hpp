@@ -69,7 +69,8 @@ class AttentionCache {
   Matrix ctx_;                           // (batch * n_q, h*dv)
   RowMajorMatrix<std::int8_t> buckets_;  // (batch * n_q, n_kv) when the layer has a syntax bias
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
-  std::vector<Scalar> inv_sum_;          // (threads * rows): 1 / softmax row sums of the scratch blocks
+  std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:
+                                         // 1 / softmax row sums (forward), <p, dp> (backward)
 
   // Backward workspace.
   Matrix dctx_;         // (batch * n_q, h*dv)

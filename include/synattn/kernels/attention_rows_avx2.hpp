@@ -400,15 +400,8 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
         add_to_buckets<O>(acc, O::buckets(b + full, ke - full), g, std::make_integer_sequence<int, NB>());
       }
     }
-    if constexpr (NB < 0) {  // many buckets: the portable interleaved scatter
-      if (hist != nullptr) {
-        Scalar* h = hist + 1;
-        Index jj = 0;
-        for (; jj + kHistogramCopies <= ke; jj += kHistogramCopies)
-          for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[jj + c]] += row[jj + c];
-        for (Index c = 0; jj + c < ke; ++c) h[c * stride + b[jj + c]] += row[jj + c];
-      }
-    }
+    if constexpr (NB < 0)  // many buckets: the portable interleaved scatter
+      if (hist != nullptr) portable::scatter_histogram_row(row, b, ke, hist, stride);
   }
   if constexpr (NB > 0)
     for (int k = 0; k < NB; ++k) hist[k + 1] += O::reduce_add(acc[k]);

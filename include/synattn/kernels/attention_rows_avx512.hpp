@@ -61,7 +61,6 @@ struct Ops<float> {
   static V max(V a, V b) noexcept { return _mm512_max_ps(a, b); }
   static V mask_max(V src, M m, V a, V b) noexcept { return _mm512_mask_max_ps(src, m, a, b); }
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
-  static M ge(V a, V b) noexcept { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
   // exp(a) for a <= 0 (a - rowmax; -inf for masked keys), flushed to exactly
   // 0 where a < -87.33 (just above log of the smallest normal, -87.3365, so
@@ -142,7 +141,6 @@ struct Ops<double> {
   static V max(V a, V b) noexcept { return _mm512_max_pd(a, b); }
   static V mask_max(V src, M m, V a, V b) noexcept { return _mm512_mask_max_pd(src, m, a, b); }
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_pd(src, m, a, b); }
-  static M ge(V a, V b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_pd(m, a); }
   // Eigen's exp, flushed to exactly 0 below the smallest normal number.
   static V exp_flushed(V a) noexcept {
@@ -327,15 +325,8 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
       O::store(row + full, g, tail);
       if constexpr (NB > 0) add_to_buckets<O>(acc, O::bytes(b + full, tail), g, std::make_integer_sequence<int, NB>());
     }
-    if constexpr (NB < 0) {  // many buckets: the portable interleaved scatter
-      if (hist != nullptr) {
-        Scalar* h = hist + 1;
-        Index jj = 0;
-        for (; jj + kHistogramCopies <= ke; jj += kHistogramCopies)
-          for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[jj + c]] += row[jj + c];
-        for (Index c = 0; jj + c < ke; ++c) h[c * stride + b[jj + c]] += row[jj + c];
-      }
-    }
+    if constexpr (NB < 0)  // many buckets: the portable interleaved scatter
+      if (hist != nullptr) portable::scatter_histogram_row(row, b, ke, hist, stride);
   }
   if constexpr (NB > 0)
     for (int k = 0; k < NB; ++k) hist[k + 1] += O::reduce_add(acc[k]);

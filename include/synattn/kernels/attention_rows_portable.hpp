@@ -55,6 +55,18 @@ inline Index visible_keys(Index kend, Index causal_row0, Index i) noexcept {
 
 namespace portable {
 
+// hist[c * stride + bucket[j] + 1] += ds[j] for j < ke, c = j % kHistogramCopies:
+// the scatter every version uses when its buckets do not fit in registers.
+template <class Scalar>
+inline void scatter_histogram_row(const Scalar* ds, const std::int8_t* b, Index ke, Scalar* hist,
+                                  Index stride) noexcept {
+  Scalar* h = hist + 1;
+  Index j = 0;
+  for (; j + kHistogramCopies <= ke; j += kHistogramCopies)
+    for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[j + c]] += ds[j + c];
+  for (Index c = 0; j + c < ke; ++c) h[c * stride + b[j + c]] += ds[j + c];
+}
+
 template <class Scalar>
 using ArrayMap = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
 template <class Scalar>
@@ -123,13 +135,7 @@ inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, c
     ArrayMap<Scalar> grad(row, ke);
     const Scalar dot = dots ? dots[i] : (prob * grad).sum();
     grad = prob * (grad - dot);
-    if (hist == nullptr) continue;
-    const std::int8_t* b = buckets + i * ldb;
-    Scalar* h = hist + 1;
-    Index j = 0;
-    for (; j + kHistogramCopies <= ke; j += kHistogramCopies)
-      for (int c = 0; c < kHistogramCopies; ++c) h[c * stride + b[j + c]] += row[j + c];
-    for (Index c = 0; j + c < ke; ++c) h[c * stride + b[j + c]] += row[j + c];
+    if (hist != nullptr) scatter_histogram_row(row, buckets + i * ldb, ke, hist, stride);
   }
 }
 
