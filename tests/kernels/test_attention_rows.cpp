@@ -217,6 +217,91 @@ TEMPLATE_TEST_CASE("the dispatched kernels (the layer's) match the double refere
   }
 }
 
+// Large scores: the float kernels subtract the maximum first once it passes
+// 2^20 (beyond, rounding max log2(e) would shift the exponents by more than
+// 1/8; near the float range it overflows). Every row ties several keys at
+// the maximum (the rest are half of it, so exp gives 0): each tied key gets
+// exactly 1 / ties, whatever the sign of the maximum.
+template <class S, class Numerators>
+void check_huge_scores(Numerators numerators) {
+  for (Index n : {Index(37), Index(70)})
+    for (S sign : {S(1), S(-1)})
+      for (S top : {S(4096), S(1048576), S(3e7), S(1e37), S(3e38), std::numeric_limits<S>::max()}) {
+        std::vector<S> z(static_cast<std::size_t>(n));
+        int ties = 0;
+        for (Index j = 0; j < n; ++j) {
+          const bool tied = j % 5 == 2;
+          ties += tied;
+          z[static_cast<std::size_t>(j)] =
+              sign > 0 ? (tied ? top : top / S(2)) : (tied ? -top / S(2) : -top);
+        }
+        std::vector<std::int8_t> buckets(static_cast<std::size_t>(n), 0);
+        const S shifted[2] = {-std::numeric_limits<S>::infinity(), S(0)};
+        S inv = 0;
+        numerators(z.data(), n, buckets.data(), n, shifted, 2, Index(1), n, Index(-1), n, &inv);
+        INFO("n " << n << ", maximum " << (sign > 0 ? double(top) : -double(top) / 2));
+        REQUIRE(double(inv) == Approx(1.0 / ties));
+        for (Index j = 0; j < n; ++j) REQUIRE(z[static_cast<std::size_t>(j)] == (j % 5 == 2 ? S(1) : S(0)));
+      }
+}
+
+TEMPLATE_TEST_CASE("rows whose maximum is near the float range keep exact ties and zeros", "[kernels][softmax]",
+                   float, double) {
+  check_huge_scores<TestType>([](auto... a) { k::portable::softmax_numerators<TestType>(a...); });
+  check_huge_scores<TestType>([](auto... a) { k::softmax_numerators<TestType>(a...); });
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+  check_huge_scores<TestType>([](auto... a) { k::avx512::softmax_numerators<TestType>(a...); });
+#endif
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
+  check_huge_scores<TestType>([](auto... a) { k::avx2::softmax_numerators<TestType>(a...); });
+#endif
+}
+
+// The float exp of an instruction-set file, 2^d for d <= 0, against double:
+// relative error over [-126, 0] (every binade, dense near 0), and exactly 0
+// below -127 (the caller flushes [-127, -126) itself where the kernel does not).
+template <class Exp2>
+void check_exp2(Exp2 exp2, int lanes, double tolerance) {
+  std::vector<float> d, got;
+  for (int i = 0; i <= 200000; ++i) d.push_back(-126.0f * float(i) / 200000.0f);
+  for (int i = 0; i <= 20000; ++i) d.push_back(-float(i) / 20000.0f);
+  for (float x : {-0.0f, -1e-30f, -0.5f, -1.0f, -1.5f, -125.99f, -126.0f}) d.push_back(x);
+  while (d.size() % static_cast<std::size_t>(lanes) != 0) d.push_back(0.0f);
+  got.resize(d.size());
+  for (std::size_t i = 0; i < d.size(); i += static_cast<std::size_t>(lanes)) exp2(&d[i], &got[i]);
+  double worst = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const double want = std::exp2(double(d[i]));
+    worst = std::max(worst, std::abs(double(got[i]) - want) / want);
+  }
+  CHECK(worst <= tolerance);
+  std::vector<float> low(static_cast<std::size_t>(lanes), -127.5f), out(low.size(), 1.0f);
+  low[0] = -std::numeric_limits<float>::infinity();
+  low[1] = -1000.0f;
+  exp2(low.data(), out.data());
+  for (float v : out) CHECK(v == 0.0f);
+}
+
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+TEST_CASE("the AVX-512 float exp2 is accurate to 1e-7 and flushes below 2^-126", "[kernels][softmax][avx512]") {
+  check_exp2(
+      [](const float* in, float* out) {
+        _mm512_storeu_ps(out, k::avx512::detail::Ops<float>::exp2_flushed(_mm512_loadu_ps(in)));
+      },
+      16, 1e-7);
+}
+#endif
+
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
+TEST_CASE("the AVX2 float exp2 is accurate to 1e-7 and gives 0 below 2^-127", "[kernels][softmax][avx2]") {
+  check_exp2(
+      [](const float* in, float* out) {
+        _mm256_storeu_ps(out, k::avx2::detail::Ops<float>::exp2(_mm256_loadu_ps(in)));
+      },
+      8, 1e-7);
+}
+#endif
+
 TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment",
                    "[kernels][copy]", float, double) {
   using S = TestType;

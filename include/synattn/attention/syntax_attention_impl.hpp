@@ -188,12 +188,14 @@ void SyntaxBiasedAttention<Scalar>::check_buckets(const char* fn, const Eigen::R
     throw Error(std::string(fn) + ": buckets is " + attention_detail::shape(buckets.rows(), buckets.cols()) +
                 ", expected " + attention_detail::shape(batch * n_q, n_kv) + " (batch * n_q, n_kv)");
   const int nb = num_buckets();
-  int lo = -1, hi = -1;
+  // Byte-wide minimum and maximum (vpminsb / vpmaxsb, 64 keys per
+  // instruction); widening each key to int made this 1% of inference at n = 1024.
+  std::int8_t lo = -1, hi = -1;
   for (Index r = 0; r < buckets.rows(); ++r) {
     const std::int8_t* row = buckets.row(r).data();
     for (Index j = 0; j < n_kv; ++j) {
-      lo = std::min<int>(lo, row[j]);
-      hi = std::max<int>(hi, row[j]);
+      lo = std::min(lo, row[j]);
+      hi = std::max(hi, row[j]);
     }
   }
   if (lo >= -1 && hi < nb) return;

@@ -26,8 +26,9 @@
 //   packet); more take the portable scatter. Measured (whole backward,
 //   float, n = 1024): 11 buckets 0.99 ns per score against 1.6 with the
 //   scatter; 16 buckets 2.1 against 1.65.
-// - exp is written here for both types (see Ops::exp), as in the avx512 file
-//   for float, and for double too (Eigen's AVX pexp<Packet4d> divides).
+// - exp is written here for both types (Ops::exp2 for float, in base 2 as in
+//   the avx512 file; Ops::exp for double, where Eigen's AVX pexp<Packet4d>
+//   divides).
 #ifndef SYNATTN_KERNELS_ATTENTION_ROWS_AVX2_HPP
 #define SYNATTN_KERNELS_ATTENTION_ROWS_AVX2_HPP
 
@@ -37,6 +38,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -82,30 +84,39 @@ struct Ops<float> {
   static V keep(M m, V a) noexcept { return _mm256_and_ps(_mm256_castsi256_ps(m), a); }  // 0 outside m
   // b where the sign bit of m's lane is set, else a.
   static V select(M m, V a, V b) noexcept { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
-  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys) as 2^k e^r:
-  // Eigen's pexp_float reduction and Cephes polynomial (k = round(a log2 e),
-  // r = a - k ln 2 with ln 2 in two parts, e^r = 1 + r + r^2 P(r); relative
-  // error < 1.2e-7 measured over [-87.3, 0], where the avx512 file's a log2 e
-  // - k reduction reaches 3.8e-6 at large |a|), but 2^k built directly in the
-  // exponent bits, where Eigen's pldexp covers the full range in several
-  // steps: 4-5x faster in a loop. The clamp at -88 keeps k >= -127, whose
-  // exponent field 0 makes 2^k = +0 (exp(a) < 8.5e-39 there, below the
-  // caller's flush threshold anyway), and keeps -inf from making r = NaN.
-  static V exp(V a) noexcept {
-    const V x = _mm256_max_ps(a, _mm256_set1_ps(-88.0f));
-    const V k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm256_fmadd_ps(k, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(k, _mm256_set1_ps(2.12194440e-4f), r);
-    V p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2^d for d <= 0 (-inf for masked keys) as 2^k 2^f: k = round(d), f = d - k
+  // in [-1/2, 1/2] (exact), 2^f by a degree-6 polynomial fitted to relative
+  // error 2e-9 there, 2^k built directly in the exponent bits (where Eigen's
+  // pldexp covers the full range in several steps). Relative error < 8e-8
+  // measured over [-126, 0]. The clamp at -127 keeps k >= -127, whose
+  // exponent field 0 makes 2^k = +0 (below the caller's flush threshold
+  // anyway), and keeps -inf from making f = NaN.
+  static V exp2(V d) noexcept {
+    const V x = _mm256_max_ps(d, _mm256_set1_ps(-127.0f));
+    const V k = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V f = _mm256_sub_ps(x, k);
+    V p = _mm256_set1_ps(1.5353361960e-4f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3398875017e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6184369177e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5503323674e-2f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022647738e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718246e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+  // Calls body(e) with e(v) = exp(v - max) for v <= max, in base 2 with the
+  // argument in one FMA, as Ops<float>::with_exp_minus in the avx512 file
+  // (whose comment says why that is as accurate as forming v - max).
+  template <class Body>
+  static auto with_exp_minus(float max, Body&& body) noexcept {
+    const V log2e = _mm256_set1_ps(1.44269504088896341f);
+    if (std::abs(max) < 1048576.0f) {  // 2^20: see above
+      const V shift = _mm256_set1_ps(static_cast<float>(-1.44269504088896341 * static_cast<double>(max)));
+      return body([=](V v) noexcept { return exp2(_mm256_fmadd_ps(v, log2e, shift)); });
+    }
+    const V vmax = _mm256_set1_ps(max);
+    return body([=](V v) noexcept { return exp2(_mm256_mul_ps(_mm256_sub_ps(v, vmax), log2e)); });
   }
   static float reduce_max(V a) noexcept {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -203,6 +214,12 @@ struct Ops<double> {
     const __m256i e = _mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52);
     return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
   }
+  // As Ops<float>::with_exp_minus, here by subtracting max first.
+  template <class Body>
+  static auto with_exp_minus(double max, Body&& body) noexcept {
+    const V vmax = _mm256_set1_pd(max);
+    return body([=](V v) noexcept { return exp(_mm256_sub_pd(v, vmax)); });
+  }
   static double reduce_max(V a) noexcept {
     const __m128d x = _mm_max_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
     return _mm_cvtsd_f64(_mm_max_sd(x, _mm_unpackhi_pd(x, x)));
@@ -285,57 +302,67 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
     if (ke == 0) continue;
     const Index full = ke / W * W;
     const auto tail = O::prefix(ke - full);
-    // Pass 1: add the bias, keep the row maximum.
-    V vmax = minus_inf;
-    for (Index j = 0; j < full; j += W) {
+    // Pass 1: add the bias, keep the row maximum in four registers (one
+    // chain of dependent vmaxps would take its latency per packet).
+    const auto biased = [&](Index j) noexcept {
       V v = O::load(row + j);
       if constexpr (L != kNoBias) {
         v = O::add(v, lookup(O::slots(O::buckets(b + j))));
         O::store(row + j, v);
       }
-      vmax = O::max(vmax, v);
+      return v;
+    };
+    V vmax0 = minus_inf, vmax1 = minus_inf, vmax2 = minus_inf, vmax3 = minus_inf;
+    Index k = 0;
+    for (; k + 4 * W <= full; k += 4 * W) {
+      vmax0 = O::max(vmax0, biased(k));
+      vmax1 = O::max(vmax1, biased(k + W));
+      vmax2 = O::max(vmax2, biased(k + 2 * W));
+      vmax3 = O::max(vmax3, biased(k + 3 * W));
     }
+    for (; k < full; k += W) vmax0 = O::max(vmax0, biased(k));
     if (full < ke) {
       V v = O::load(row + full, tail);
       if constexpr (L != kNoBias) {
         v = O::add(v, lookup(O::slots(O::buckets(b + full, ke - full))));
         O::store(row + full, v, tail);
       }
-      vmax = O::max(vmax, O::select(tail, minus_inf, v));  // lanes past the row load 0
+      vmax1 = O::max(vmax1, O::select(tail, minus_inf, v));  // lanes past the row load 0
     }
-    const Scalar max = O::reduce_max(vmax);
+    const Scalar max = O::reduce_max(O::max(O::max(vmax0, vmax1), O::max(vmax2, vmax3)));
     if (max == -std::numeric_limits<Scalar>::infinity()) {
       std::fill(row, row + ke, Scalar(0));
       continue;
     }
     // Pass 2: exp(score - max), flushed below the smallest normal, and the sum.
-    const V vm = O::set1(max);
-    V acc0 = O::zero(), acc1 = O::zero();
-    Index j = 0;
-    for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
-      const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
-      V e0 = O::exp(d0), e1 = O::exp(d1);
-      e0 = O::keep(O::ge(e0, tiny), e0);
-      e1 = O::keep(O::ge(e1, tiny), e1);
-      O::store(row + j, e0);
-      O::store(row + j + W, e1);
-      acc0 = O::add(acc0, e0);
-      acc1 = O::add(acc1, e1);
-    }
-    for (; j < full; j += W) {
-      const V x = O::exp(O::sub(O::load(row + j), vm));
-      const V e = O::keep(O::ge(x, tiny), x);
-      O::store(row + j, e);
-      acc0 = O::add(acc0, e);
-    }
-    if (full < ke) {
-      // Lanes past the row hold exp(0 - max), possibly inf: keep them out.
-      const V x = O::exp(O::sub(O::load(row + full, tail), vm));
-      const V e = O::keep(O::both(O::ge(x, tiny), tail), x);
-      O::store(row + full, e, tail);
-      acc1 = O::add(acc1, e);
-    }
-    inv_sum[i] = Scalar(1) / O::reduce_add(O::add(acc0, acc1));
+    const Scalar sum = O::with_exp_minus(max, [&](auto exp_minus_max) noexcept {
+      V acc0 = O::zero(), acc1 = O::zero();
+      Index j = 0;
+      for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
+        V e0 = exp_minus_max(O::load(row + j)), e1 = exp_minus_max(O::load(row + j + W));
+        e0 = O::keep(O::ge(e0, tiny), e0);
+        e1 = O::keep(O::ge(e1, tiny), e1);
+        O::store(row + j, e0);
+        O::store(row + j + W, e1);
+        acc0 = O::add(acc0, e0);
+        acc1 = O::add(acc1, e1);
+      }
+      for (; j < full; j += W) {
+        const V x = exp_minus_max(O::load(row + j));
+        const V e = O::keep(O::ge(x, tiny), x);
+        O::store(row + j, e);
+        acc0 = O::add(acc0, e);
+      }
+      if (full < ke) {
+        // Lanes past the row hold exp(0 - max), possibly inf: keep them out.
+        const V x = exp_minus_max(O::load(row + full, tail));
+        const V e = O::keep(O::both(O::ge(x, tiny), tail), x);
+        O::store(row + full, e, tail);
+        acc1 = O::add(acc1, e);
+      }
+      return O::reduce_add(O::add(acc0, acc1));
+    });
+    inv_sum[i] = Scalar(1) / sum;
   }
 }
 

@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -62,30 +63,44 @@ struct Ops<float> {
   static V mask_max(V src, M m, V a, V b) noexcept { return _mm512_mask_max_ps(src, m, a, b); }
   static V mask_add(V src, M m, V a, V b) noexcept { return _mm512_mask_add_ps(src, m, a, b); }
   static V maskz(M m, V a) noexcept { return _mm512_maskz_mov_ps(m, a); }
-  // exp(a) for a <= 0 (a - rowmax; -inf for masked keys), flushed to exactly
-  // 0 where a < -87.33 (just above log of the smallest normal, -87.3365, so
-  // no result is subnormal): 2^k e^r with k = round(a log2 e), r = a - k ln 2
-  // in two FMAs (Cody-Waite: ln 2 split into an exactly representable head
-  // and a tail, so r is accurate at any k), e^r by Eigen's (Cephes)
-  // polynomial on |r| <= ln2 / 2 (relative error 1.2e-7 measured over
-  // [-87, 0]) and vscalefps for the 2^k, whose zero-masking does the flush:
-  // 13 instructions, about half of Eigen's generic pexp plus a flush. Masked
-  // keys (-inf) compute NaN in lanes the mask then zeroes.
-  static V exp_flushed(V a) noexcept {
-    const M keep = _mm512_cmp_ps_mask(a, _mm512_set1_ps(-87.33f), _CMP_GE_OQ);
-    const V k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693359375f), a);  // ln 2 head: 8 significant bits
-    r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f), r);   // ln 2 tail
-    const V r2 = _mm512_mul_ps(r, r);
-    V p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // 1 + r + r^2 (...)
-    return _mm512_maskz_scalef_ps(keep, p, k);
+  // 2^d for d <= 0, flushed to exactly 0 where d < -126 (below the smallest
+  // normal, so no result is subnormal): 2^floor(d) 2^f with f = d - floor(d)
+  // in [0, 1) from one vreduceps (exact), 2^f by a degree-6 polynomial fitted
+  // to relative error 1.9e-9 on [0, 1), and vscalefps, which applies
+  // 2^floor(d) itself and whose zero-masking does the flush: 10 instructions,
+  // max relative error 7.4e-8 measured over [-126, 0]. Masked keys (d = -inf)
+  // compute NaN in lanes the mask then zeroes.
+  static V exp2_flushed(V d) noexcept {
+    const M keep = _mm512_cmp_ps_mask(d, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+    const V f = _mm512_reduce_ps(d, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    V p = _mm512_set1_ps(2.1702253434e-4f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.2439688435e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6788406372e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5483341217e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022983015e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314700365e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(keep, p, d);
+  }
+  // Calls body(e) with e(v) = exp(v - max), flushed to 0 below the smallest
+  // normal, for v <= max. In base 2 the argument is one FMA, d = v log2(e) -
+  // max log2(e), instead of a subtraction, a multiplication and the two-FMA
+  // Cody-Waite reduction of exp. Accuracy: rounding d costs at most
+  // |d| 2^-24 in base-2 units, a relative error of |v - max| 2^-24 in the
+  // result, the same bound as rounding v - max to float (which every float
+  // softmax does first); rounding the per-row constant max log2(e) scales every
+  // numerator of the row alike, which the normalisation cancels, as long as
+  // that rounding is small: below 2^-3 for |max| < 2^20. Beyond (scores that
+  // large are rare), the subtraction comes first.
+  template <class Body>
+  static auto with_exp_minus(float max, Body&& body) noexcept {
+    const V log2e = _mm512_set1_ps(1.44269504088896341f);
+    if (std::abs(max) < 1048576.0f) {  // 2^20: see above
+      const V shift = _mm512_set1_ps(static_cast<float>(-1.44269504088896341 * static_cast<double>(max)));
+      return body([=](V v) noexcept { return exp2_flushed(_mm512_fmadd_ps(v, log2e, shift)); });
+    }
+    const V vmax = _mm512_set1_ps(max);
+    return body([=](V v) noexcept { return exp2_flushed(_mm512_mul_ps(_mm512_sub_ps(v, vmax), log2e)); });
   }
   // Butterfly reductions; GCC 12's _mm512_reduce_* trip -Wuninitialized.
   template <class Op>
@@ -100,23 +115,20 @@ struct Ops<float> {
   }
   static float reduce_max(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_max_ps(x, y); }); }
   static float reduce_add(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_add_ps(x, y); }); }
-  // Slot indices (bucket + 1) of 16 keys.
-  static I slots(const std::int8_t* b) noexcept {
-    const __m512i i = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    return _mm512_add_epi32(i, _mm512_set1_epi32(1));
+  // Bucket indices of 16 keys, sign-extended (-1: masked).
+  static I indices(const std::int8_t* b) noexcept {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
   }
-  static I slots(const std::int8_t* b, M m) noexcept {
-    const __m512i i = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b));
-    return _mm512_add_epi32(i, _mm512_set1_epi32(1));
-  }
+  static I indices(const std::int8_t* b, M m) noexcept { return _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b)); }
   // Raw buckets of 16 keys, for the histogram's byte compares.
   static __m128i bytes(const std::int8_t* b) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)); }
   static __m128i bytes(const std::int8_t* b, M m) noexcept { return _mm_maskz_loadu_epi8(m, b); }
   static M equal(__m128i b, int k) noexcept { return _mm_cmpeq_epi8_mask(b, _mm_set1_epi8(static_cast<char>(k))); }
-  // Table lookups: t0/t1 hold entries [0, 16) and [16, 32).
+  // Table lookups by bucket index: t0/t1 hold buckets [0, 16) and [16, 32).
   static V permute(I idx, V t0) noexcept { return _mm512_permutexvar_ps(idx, t0); }
   static V permute2(I idx, V t0, V t1) noexcept { return _mm512_permutex2var_ps(t0, idx, t1); }
   static V gather(I idx, const float* base) noexcept { return _mm512_i32gather_ps(idx, base, 4); }
+  static V blend_last(V a, float v) noexcept { return _mm512_mask_mov_ps(a, 0x8000, _mm512_set1_ps(v)); }
 };
 
 template <>
@@ -148,6 +160,12 @@ struct Ops<double> {
     return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(e, _mm512_set1_pd(std::numeric_limits<double>::min()), _CMP_GE_OQ),
                                e);
   }
+  // As Ops<float>::with_exp_minus.
+  template <class Body>
+  static auto with_exp_minus(double max, Body&& body) noexcept {
+    const V vmax = _mm512_set1_pd(max);
+    return body([=](V v) noexcept { return exp_flushed(_mm512_sub_pd(v, vmax)); });
+  }
   template <class Op>
   static double reduce(V a, Op op) noexcept {
     // The all-lanes masked forms: the unmasked ones trip GCC 12's
@@ -159,14 +177,10 @@ struct Ops<double> {
   }
   static double reduce_max(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_max_pd(x, y); }); }
   static double reduce_add(V a) noexcept { return reduce(a, [](V x, V y) { return _mm512_add_pd(x, y); }); }
-  static I slots(const std::int8_t* b) noexcept {
-    const __m512i i = _mm512_cvtepi8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
-    return _mm512_add_epi64(i, _mm512_set1_epi64(1));
+  static I indices(const std::int8_t* b) noexcept {
+    return _mm512_cvtepi8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
   }
-  static I slots(const std::int8_t* b, M m) noexcept {
-    const __m512i i = _mm512_cvtepi8_epi64(_mm_maskz_loadu_epi8(m, b));
-    return _mm512_add_epi64(i, _mm512_set1_epi64(1));
-  }
+  static I indices(const std::int8_t* b, M m) noexcept { return _mm512_cvtepi8_epi64(_mm_maskz_loadu_epi8(m, b)); }
   static __m128i bytes(const std::int8_t* b) noexcept {
     return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
   }
@@ -175,26 +189,37 @@ struct Ops<double> {
   static M equal(__m128i b, int k) noexcept {
     return static_cast<M>(_mm_cmpeq_epi8_mask(b, _mm_set1_epi8(static_cast<char>(k))));
   }
-  // t0/t1 hold entries [0, 8) and [8, 16).
+  // t0/t1 hold buckets [0, 8) and [8, 16).
   static V permute(I idx, V t0) noexcept { return _mm512_permutexvar_pd(idx, t0); }
   static V permute2(I idx, V t0, V t1) noexcept { return _mm512_permutex2var_pd(t0, idx, t1); }
   static V gather(I idx, const double* base) noexcept { return _mm512_i64gather_pd(idx, base, 8); }
+  static V blend_last(V a, double v) noexcept { return _mm512_mask_mov_pd(a, 0x80, _mm512_set1_pd(v)); }
 };
 
 // How the bias of a packet of keys is looked up.
 enum class Lookup { None, Permute, Permute2, Gather };
 
+// The tables are indexed by the raw bucket, so no add per packet turns buckets
+// into slots: bucket b sits in lane b, and the masked bucket -1, whose low
+// index bits select the last lane (vpermps reads 4 of them, vpermt2ps 5),
+// finds slot 0 (-inf) there; the gather reads from shifted + 1.
 template <class Scalar, Lookup L>
 struct BiasLookup {
   using O = Ops<Scalar>;
   typename O::V t0, t1;
   const Scalar* base;
-  BiasLookup(const Scalar* shifted, int slots) noexcept : base(shifted) {
+  BiasLookup(const Scalar* shifted, int slots) noexcept : base(shifted == nullptr ? nullptr : shifted + 1) {
     // Masked loads: `shifted` holds exactly `slots` values.
     t0 = t1 = O::zero();
     if constexpr (L == Lookup::Permute || L == Lookup::Permute2) {  // `shifted` is null without a bias
-      t0 = O::load(shifted, O::prefix(slots));
-      if (slots > O::lanes) t1 = O::load(shifted + O::lanes, O::prefix(slots - O::lanes));
+      const Index buckets = slots - 1;  // < lanes (Permute) or < 2 lanes (Permute2): the last lane is free
+      t0 = O::load(shifted + 1, O::prefix(buckets));
+      if constexpr (L == Lookup::Permute) {
+        t0 = O::blend_last(t0, shifted[0]);
+      } else {
+        if (buckets > O::lanes) t1 = O::load(shifted + 1 + O::lanes, O::prefix(buckets - O::lanes));
+        t1 = O::blend_last(t1, shifted[0]);
+      }
     }
   }
   typename O::V operator()(typename O::I idx) const noexcept {
@@ -222,52 +247,63 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
     if (ke == 0) continue;
     const Index full = ke / W * W;
     const auto tail = O::tail(ke - full);
-    // Pass 1: add the bias, keep the row maximum.
-    V vmax = minus_inf;
-    for (Index j = 0; j < full; j += W) {
+    // Pass 1: add the bias, keep the row maximum in four registers (one
+    // running maximum would be a chain of dependent vmaxps, 4 cycles per packet
+    // where the rest of the loop needs 2).
+    const auto biased = [&](Index j) noexcept {
       V v = O::load(row + j);
       if constexpr (L != Lookup::None) {
-        v = O::add(v, lookup(O::slots(b + j)));
+        v = O::add(v, lookup(O::indices(b + j)));
         O::store(row + j, v);
       }
-      vmax = O::max(vmax, v);
+      return v;
+    };
+    V vmax0 = minus_inf, vmax1 = minus_inf, vmax2 = minus_inf, vmax3 = minus_inf;
+    Index k = 0;
+    for (; k + 4 * W <= full; k += 4 * W) {
+      vmax0 = O::max(vmax0, biased(k));
+      vmax1 = O::max(vmax1, biased(k + W));
+      vmax2 = O::max(vmax2, biased(k + 2 * W));
+      vmax3 = O::max(vmax3, biased(k + 3 * W));
     }
+    for (; k < full; k += W) vmax0 = O::max(vmax0, biased(k));
     if (full < ke) {
       V v = O::load(row + full, tail);
       if constexpr (L != Lookup::None) {
-        v = O::add(v, lookup(O::slots(b + full, tail)));
+        v = O::add(v, lookup(O::indices(b + full, tail)));
         O::store(row + full, v, tail);
       }
-      vmax = O::mask_max(vmax, tail, vmax, v);
+      vmax1 = O::mask_max(vmax1, tail, vmax1, v);
     }
-    const Scalar max = O::reduce_max(vmax);
+    const Scalar max = O::reduce_max(O::max(O::max(vmax0, vmax1), O::max(vmax2, vmax3)));
     if (max == -std::numeric_limits<Scalar>::infinity()) {
       std::fill(row, row + ke, Scalar(0));
       continue;
     }
     // Pass 2: exp(score - max), flushed to 0 below the smallest normal, and the sum.
-    const V vm = O::set1(max);
-    V acc0 = O::zero(), acc1 = O::zero();
-    Index j = 0;
-    for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
-      const V d0 = O::sub(O::load(row + j), vm), d1 = O::sub(O::load(row + j + W), vm);
-      const V e0 = O::exp_flushed(d0), e1 = O::exp_flushed(d1);
-      O::store(row + j, e0);
-      O::store(row + j + W, e1);
-      acc0 = O::add(acc0, e0);
-      acc1 = O::add(acc1, e1);
-    }
-    for (; j < full; j += W) {
-      const V e = O::exp_flushed(O::sub(O::load(row + j), vm));
-      O::store(row + j, e);
-      acc0 = O::add(acc0, e);
-    }
-    if (full < ke) {
-      const V e = O::maskz(tail, O::exp_flushed(O::sub(O::load(row + full, tail), vm)));
-      O::store(row + full, e, tail);
-      acc1 = O::add(acc1, e);
-    }
-    inv_sum[i] = Scalar(1) / O::reduce_add(O::add(acc0, acc1));
+    const Scalar sum = O::with_exp_minus(max, [&](auto exp_minus_max) noexcept {
+      V acc0 = O::zero(), acc1 = O::zero();
+      Index j = 0;
+      for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
+        const V e0 = exp_minus_max(O::load(row + j)), e1 = exp_minus_max(O::load(row + j + W));
+        O::store(row + j, e0);
+        O::store(row + j + W, e1);
+        acc0 = O::add(acc0, e0);
+        acc1 = O::add(acc1, e1);
+      }
+      for (; j < full; j += W) {
+        const V e = exp_minus_max(O::load(row + j));
+        O::store(row + j, e);
+        acc0 = O::add(acc0, e);
+      }
+      if (full < ke) {
+        const V e = O::maskz(tail, exp_minus_max(O::load(row + full, tail)));
+        O::store(row + full, e, tail);
+        acc1 = O::add(acc1, e);
+      }
+      return O::reduce_add(O::add(acc0, acc1));
+    });
+    inv_sum[i] = Scalar(1) / sum;
   }
 }
 
