@@ -463,11 +463,8 @@ class GemmFloor {
   double block_work() const { return double(s_.batch) * s_.heads * double(s_.n) * double(s_.n); }
   // Query rows per forward score block: all n while an (n, n) float block
   // fits 512 KB (L2 with the K and V panels), else a multiple of 16 that does.
-  Index score_rows() const {
-    const Index row_bytes = Index(s_.n) * Index(sizeof(Scalar)), budget = 512 * 1024;
-    if (s_.n * row_bytes <= budget) return s_.n;
-    return std::max<Index>(16, budget / row_bytes / 16 * 16);
-  }
+  // The layer's own row-block size, so the floor cuts its products the same way.
+  Index score_rows() const { return synattn::attention_detail::score_block_rows<Scalar>(s_.n, s_.n); }
 
   Shape s_;
   const Matrix& x_;

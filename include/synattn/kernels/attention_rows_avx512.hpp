@@ -199,6 +199,23 @@ struct Ops<double> {
 // How the bias of a packet of keys is looked up.
 enum class Lookup { None, Permute, Permute2, Gather };
 
+// Pulls the next row's lines into L1 while this row computes: the score
+// block comes from L2 and the buckets from memory (validation read them long
+// before), and in the backward the probabilities from memory; the hardware
+// prefetchers alone left pass 1 stalled on these loads. Prefetches never
+// fault, so the next row may lie past the block.
+inline void prefetch_next_row(const void* a, const void* b, const std::int8_t* buckets) noexcept {
+  _mm_prefetch(static_cast<const char*>(a), _MM_HINT_T0);
+  _mm_prefetch(static_cast<const char*>(b), _MM_HINT_T0);
+  if (buckets != nullptr) _mm_prefetch(reinterpret_cast<const char*>(buckets), _MM_HINT_T0);
+}
+// The row after row i of a block (row i itself for the last row, so no
+// pointer leaves the block); null stays null.
+template <class T>
+inline T* next_row(T* row, Index i, Index rows, Index ld) noexcept {
+  return row == nullptr || i + 1 >= rows ? row : row + ld;
+}
+
 // The tables are indexed by the raw bucket, so no add per packet turns buckets
 // into slots: bucket b sits in lane b, and the masked bucket -1, whose low
 // index bits select the last lane (vpermps reads 4 of them, vpermt2ps 5),
@@ -241,6 +258,8 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
     const std::int8_t* b = buckets + i * ldb;
+    Scalar* const row_next = next_row(row, i, rows, ld);
+    const std::int8_t* const b_next = L == Lookup::None ? nullptr : next_row(b, i, rows, ldb);
     const Index ke = visible_keys(kend, causal_row0, i);
     std::fill(row + ke, row + n, Scalar(0));
     inv_sum[i] = Scalar(0);
@@ -285,6 +304,7 @@ void numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, cons
       V acc0 = O::zero(), acc1 = O::zero();
       Index j = 0;
       for (; j + 2 * W <= full; j += 2 * W) {  // two chains: exp's latency overlaps
+        prefetch_next_row(row_next + j, row_next + j + W, b_next == nullptr ? nullptr : b_next + j);
         const V e0 = exp_minus_max(O::load(row + j)), e1 = exp_minus_max(O::load(row + j + W));
         O::store(row + j, e0);
         O::store(row + j + W, e1);
@@ -330,6 +350,9 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
     const Scalar* prow = p + i * ldp;
     Scalar* row = dz + i * ld;
     const std::int8_t* b = buckets + i * ldb;
+    const Scalar* const prow_next = next_row(prow, i, rows, ldp);
+    const Scalar* const row_next = next_row(row, i, rows, ld);
+    const std::int8_t* const b_next = NB == 0 ? nullptr : next_row(b, i, rows, ldb);
     const Index ke = visible_keys(kend, causal_row0, i);
     std::fill(row + ke, row + n, Scalar(0));
     if (ke == 0) continue;
@@ -350,6 +373,7 @@ void backward_rows(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::
       dot = O::set1(O::reduce_add(O::add(d0, d1)));
     }
     for (Index j = 0; j < full; j += W) {
+      prefetch_next_row(prow_next + j, row_next + j, b_next == nullptr ? nullptr : b_next + j);
       const V g = O::mul(O::load(prow + j), O::sub(O::load(row + j), dot));
       O::store(row + j, g);
       if constexpr (NB > 0) add_to_buckets<O>(acc, O::bytes(b + j), g, std::make_integer_sequence<int, NB>());
