@@ -254,22 +254,6 @@ struct Ops<double> {
   static V gather(I slots, const double* base) noexcept { return _mm256_i64gather_pd(base, slots, 8); }
 };
 
-// Pulls the next row's lines into L1 while this row computes, as in the
-// avx512 file (where the hardware prefetchers alone left the first pass
-// stalled on its loads). Prefetches never fault, so the next row may lie past
-// the block.
-inline void prefetch_next_row(const void* a, const void* b, const std::int8_t* buckets) noexcept {
-  _mm_prefetch(static_cast<const char*>(a), _MM_HINT_T0);
-  _mm_prefetch(static_cast<const char*>(b), _MM_HINT_T0);
-  if (buckets != nullptr) _mm_prefetch(reinterpret_cast<const char*>(buckets), _MM_HINT_T0);
-}
-// The row after row i of a block (row i itself for the last row, so no
-// pointer leaves the block); null stays null.
-template <class T>
-inline T* next_row(T* row, Index i, Index rows, Index ld) noexcept {
-  return row == nullptr || i + 1 >= rows ? row : row + ld;
-}
-
 // How the bias of a packet of keys is looked up: not at all (kNoBias), from
 // 1 or 2 table registers, or by a hardware gather (kGather).
 constexpr int kNoBias = 0;

@@ -205,23 +205,6 @@ struct Ops<double> {
 // How the bias of a packet of keys is looked up.
 enum class Lookup { None, Permute, Permute2, Gather };
 
-// Pulls the next row's lines into L1 while this row computes: the score
-// block comes from L2 and the buckets from memory (validation read them long
-// before), and in the backward the probabilities from memory; the hardware
-// prefetchers alone left pass 1 stalled on these loads. Prefetches never
-// fault, so the next row may lie past the block.
-inline void prefetch_next_row(const void* a, const void* b, const std::int8_t* buckets) noexcept {
-  _mm_prefetch(static_cast<const char*>(a), _MM_HINT_T0);
-  _mm_prefetch(static_cast<const char*>(b), _MM_HINT_T0);
-  if (buckets != nullptr) _mm_prefetch(reinterpret_cast<const char*>(buckets), _MM_HINT_T0);
-}
-// The row after row i of a block (row i itself for the last row, so no
-// pointer leaves the block); null stays null.
-template <class T>
-inline T* next_row(T* row, Index i, Index rows, Index ld) noexcept {
-  return row == nullptr || i + 1 >= rows ? row : row + ld;
-}
-
 // The tables are indexed by the raw bucket, so no add per packet turns buckets
 // into slots: bucket b sits in lane b, and the masked bucket -1, whose low
 // index bits select the last lane (vpermps reads 4 of them, vpermt2ps 5),

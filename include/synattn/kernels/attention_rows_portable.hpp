@@ -53,6 +53,28 @@ inline Index visible_keys(Index kend, Index causal_row0, Index i) noexcept {
   return causal_row0 < 0 ? kend : std::min(kend, causal_row0 + i + 1);
 }
 
+// The row after row i of a block (row i itself for the last row, so no
+// pointer leaves the block); null stays null.
+template <class T>
+inline T* next_row(T* row, Index i, Index rows, Index ld) noexcept {
+  return row == nullptr || i + 1 >= rows ? row : row + ld;
+}
+
+// The SIMD kernels pull the next row's lines into L1 while a row computes:
+// its scores come from L2 and its buckets (and, in the backward, its
+// probabilities) from memory, and the hardware prefetchers alone left the
+// first pass stalled on those loads. Prefetches never fault; `buckets` may be
+// null (no bias).
+inline void prefetch_next_row(const void* a, const void* b, const std::int8_t* buckets) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(a);
+  __builtin_prefetch(b);
+  if (buckets != nullptr) __builtin_prefetch(buckets);
+#else
+  (void)a, (void)b, (void)buckets;
+#endif
+}
+
 namespace portable {
 
 // hist[c * stride + bucket[j] + 1] += ds[j] for j < ke, c = j % kHistogramCopies:
