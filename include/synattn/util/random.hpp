@@ -1,0 +1,80 @@
+// synattn — counter-based random numbers for dropout and initialisation.
+//
+// A RandomStream is a 64-bit key; the random bits of element `counter` are a
+// pure function of (key, counter). Nothing is consumed or advanced, so a
+// dropout mask can be drawn by any thread in any order and drawn again in the
+// backward pass instead of being stored: results never depend on the number
+// of threads or on the order work is scheduled in.
+//
+// Streams form a tree: derive(id) gives an independent child stream, so a
+// model derives one stream per training step, then per layer, then per
+// dropout site, from one user seed:
+//
+//   RandomStream step = RandomStream(seed).derive(step_index);
+//   RandomStream attn = step.derive(layer).derive(kSiteAttention);
+//   bool kept = attn.keep(element_index, threshold);
+//
+// The mixing function is splitmix64's finaliser (Steele, Lea, Flood 2014),
+// applied twice with distinct odd multipliers of the key: it passes BigCrush
+// as a counter-based generator, which is far more than dropout needs.
+#ifndef SYNATTN_UTIL_RANDOM_HPP
+#define SYNATTN_UTIL_RANDOM_HPP
+
+#include <cmath>
+#include <cstdint>
+
+#include "../error.hpp"
+
+namespace synattn {
+
+// splitmix64's output function: a bijection of 64-bit words with full avalanche.
+constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+class RandomStream {
+ public:
+  constexpr RandomStream() noexcept = default;
+  explicit constexpr RandomStream(std::uint64_t seed) noexcept : key_(mix64(seed + 0x9e3779b97f4a7c15ull)) {}
+
+  constexpr std::uint64_t key() const noexcept { return key_; }
+
+  // An independent stream for sub-task `id` (a step, a layer, a site).
+  constexpr RandomStream derive(std::uint64_t id) const noexcept {
+    RandomStream child;
+    child.key_ = mix64(key_ ^ mix64(id + 0x632be59bd9b4e019ull));
+    return child;
+  }
+
+  // 64 random bits of element `counter`.
+  constexpr std::uint64_t bits(std::uint64_t counter) const noexcept {
+    return mix64(key_ + (counter + 1) * 0x9e3779b97f4a7c15ull);
+  }
+
+  // Uniform in [0, 1), 53 random bits.
+  double uniform(std::uint64_t counter) const noexcept {
+    return static_cast<double>(bits(counter) >> 11) * 0x1.0p-53;
+  }
+
+  // Element `counter` is kept by dropout with threshold drop_threshold(p):
+  // kept with probability 1 - p (to within 2^-32).
+  constexpr bool keep(std::uint64_t counter, std::uint32_t threshold) const noexcept {
+    return static_cast<std::uint32_t>(bits(counter) >> 32) >= threshold;
+  }
+
+ private:
+  std::uint64_t key_ = 0;
+};
+
+// The 32-bit threshold below which an element is dropped, for a drop
+// probability p in [0, 1). p = 0 gives 0: nothing is dropped.
+inline std::uint32_t drop_threshold(double p) {
+  if (!(p >= 0.0 && p < 1.0)) throw Error("dropout probability must be in [0, 1), got " + std::to_string(p));
+  return static_cast<std::uint32_t>(std::ldexp(p, 32));
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_UTIL_RANDOM_HPP

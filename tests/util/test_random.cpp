@@ -1,0 +1,59 @@
+#include <catch2/catch.hpp>
+
+#include <synattn/util/random.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <set>
+
+using synattn::RandomStream;
+
+TEST_CASE("RandomStream bits are a pure function of key and counter", "[random]") {
+  const RandomStream a(42), b(42), c(43);
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    CHECK(a.bits(i) == b.bits(i));
+    CHECK(a.bits(i) != c.bits(i));
+  }
+  CHECK(a.derive(1).key() == b.derive(1).key());
+  CHECK(a.derive(1).key() != a.derive(2).key());
+  CHECK(a.derive(1).key() != a.key());
+  // Counters and derived ids do not collide into the same words.
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t s = 0; s < 8; ++s)
+    for (std::uint64_t i = 0; i < 256; ++i) seen.insert(a.derive(s).bits(i));
+  CHECK(seen.size() == 8 * 256);
+}
+
+TEST_CASE("RandomStream uniform is in [0, 1) with mean and variance of U(0, 1)", "[random]") {
+  const RandomStream s = RandomStream(7).derive(3);
+  const int count = 200000;
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < count; ++i) {
+    const double u = s.uniform(static_cast<std::uint64_t>(i));
+    REQUIRE(u >= 0.0);
+    REQUIRE(u < 1.0);
+    sum += u;
+    sum2 += u * u;
+  }
+  const double mean = sum / count, var = sum2 / count - mean * mean;
+  // Standard error of the mean is sqrt(1/12 / count) ~ 6.5e-4: 5 sigma.
+  CHECK(std::abs(mean - 0.5) < 3.3e-3);
+  CHECK(std::abs(var - 1.0 / 12.0) < 2e-3);
+}
+
+TEST_CASE("keep() keeps a fraction 1 - p of elements", "[random]") {
+  const RandomStream s(11);
+  for (double p : {0.0, 0.1, 0.5, 0.9}) {
+    const std::uint32_t t = synattn::drop_threshold(p);
+    const int count = 100000;
+    int kept = 0;
+    for (int i = 0; i < count; ++i) kept += s.keep(static_cast<std::uint64_t>(i), t) ? 1 : 0;
+    const double sigma = std::sqrt(p * (1 - p) / count);
+    INFO("p = " << p << ", kept " << kept);
+    CHECK(std::abs(kept / double(count) - (1 - p)) <= 5 * sigma + 1e-12);
+  }
+  CHECK(synattn::drop_threshold(0.0) == 0u);
+  CHECK_THROWS_AS(synattn::drop_threshold(1.0), synattn::Error);
+  CHECK_THROWS_AS(synattn::drop_threshold(-0.1), synattn::Error);
+  CHECK_THROWS_AS(synattn::drop_threshold(std::nan("")), synattn::Error);
+}
