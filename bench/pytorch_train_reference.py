@@ -73,6 +73,8 @@ DEFAULT_DATA_SEED = 20240601
 SITE_SUBSET, SITE_BATCHES, SITE_WORD_DROPOUT = 1, 2, 3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pytorch_reference import wait_for_quiet  # noqa: E402  (the attention benchmark's idle-core wait)
 ROOT = os.path.dirname(HERE)
 EWT = os.path.join(ROOT, "data", "ud", "UD_English-EWT")
 
@@ -510,7 +512,12 @@ def random_recursive_heads(rng, n):
     return [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
 
 
+THROUGHPUT_MODELS = {"d128": (128, 4, 256), "d256": (256, 4, 1024)}  # d_model, heads, FFN (4*d for d256)
+
+
 def throughput_child(args):
+    """One measurement (one model, variant, thread count) in a fresh process,
+    so peak RSS (getrusage maxrss) is that case's own."""
     set_blas_env(args.threads_child)
     import numpy as np
     import resource
@@ -519,49 +526,53 @@ def throughput_child(args):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     B, n, vocab, classes = args.batch, args.n, 4000, 37
-    configs = [("d128", 128, 4, 256), ("d256", 256, 4, 1024)]
-    for name, d, h, ffn in configs:
-        for variant in args.variants.split(","):
-            model = make_model(torch, vocab, classes, variant, d_model=d, heads=h, ffn=ffn)
-            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-            ids = torch.randint(2, vocab, (B, n))
-            labels = torch.randint(0, classes, (B, n))
-            buckets = torch.tensor([sentence_buckets(random_recursive_heads(rng, n), variant) if variant != "none"
-                                    else [[0] * n] * n for _ in range(B)], dtype=torch.int64)
-            lengths = torch.full((B,), n, dtype=torch.int64)
-            loss_fn = torch.nn.CrossEntropyLoss(ignore_index=IGNORE)
+    d, h, ffn = THROUGHPUT_MODELS[args.model]
+    variant = args.variants
+    model = make_model(torch, vocab, classes, variant, d_model=d, heads=h, ffn=ffn)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ids = torch.randint(2, vocab, (B, n))
+    labels = torch.randint(0, classes, (B, n))
+    buckets = torch.tensor([sentence_buckets(random_recursive_heads(rng, n), variant) if variant != "none"
+                            else [[0] * n] * n for _ in range(B)], dtype=torch.int64)
+    lengths = torch.full((B,), n, dtype=torch.int64)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=IGNORE)
 
-            def step():
-                logits = model(ids, buckets, lengths)
-                loss = loss_fn(logits.reshape(-1, classes), labels.reshape(-1))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
+    def step():
+        logits = model(ids, buckets, lengths)
+        loss = loss_fn(logits.reshape(-1, classes), labels.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
 
-            for _ in range(args.warmup_steps):
-                step()
-            times = []
-            for _ in range(args.steps):
-                t = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - t)
-            times.sort()
-            med = times[len(times) // 2]
-            print(json.dumps({"mode": "throughput", "framework": "pytorch", "model": name, "d_model": d,
-                              "heads": h, "ffn": ffn, "layers": 2, "variant": variant, "batch": B, "n": n,
-                              "threads": args.threads_child, "step_seconds_median": med,
-                              "tokens_per_second": B * n / med,
-                              "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-                              "torch": torch.__version__}), flush=True)
+    for _ in range(args.warmup_steps):
+        step()
+    busy = wait_for_quiet(max_wait=args.quiet_wait) if args.quiet_wait > 0 else float("nan")
+    times = []
+    for _ in range(args.steps):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    med = times[len(times) // 2]
+    print(json.dumps({"mode": "throughput", "framework": "pytorch", "model": args.model, "d_model": d,
+                      "heads": h, "ffn": ffn, "layers": 2, "variant": variant, "batch": B, "n": n,
+                      "vocab": vocab, "classes": classes, "threads": args.threads_child,
+                      "step_seconds_median": med, "step_seconds_min": times[0],
+                      "tokens_per_second": B * n / med,
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                      "cpu_busy_before": busy, "torch": torch.__version__}), flush=True)
 
 
 def run_throughput(args):
     import subprocess
     for t in [int(x) for x in args.threads.split(",")]:
-        cmd = [sys.executable, os.path.abspath(__file__), "throughput", "--threads-child", str(t),
-               "--batch", str(args.batch), "--n", str(args.n), "--steps", str(args.steps),
-               "--warmup-steps", str(args.warmup_steps), "--variants", args.variants]
-        subprocess.run(cmd, check=True)
+        for model in args.models.split(","):
+            for variant in args.variants.split(","):
+                cmd = [sys.executable, os.path.abspath(__file__), "throughput", "--threads-child", str(t),
+                       "--model", model, "--variants", variant, "--batch", str(args.batch), "--n", str(args.n),
+                       "--steps", str(args.steps), "--warmup-steps", str(args.warmup_steps),
+                       "--quiet-wait", str(args.quiet_wait)]
+                subprocess.run(cmd, check=True)
 
 
 # --------------------------------------------------------------------------
@@ -639,7 +650,11 @@ def main():
     t.add_argument("--n", type=int, default=64)
     t.add_argument("--steps", type=int, default=15)
     t.add_argument("--warmup-steps", type=int, default=3)
-    t.add_argument("--variants", default="shared")
+    t.add_argument("--variants", default="none,shared", help="comma list (one per child process)")
+    t.add_argument("--models", default="d128,d256", help="d128 (FFN 256), d256 (FFN 1024)")
+    t.add_argument("--model", default="d128", help=argparse.SUPPRESS)
+    t.add_argument("--quiet-wait", type=float, default=60.0,
+                   help="seconds to wait for idle cores before timing (the machine is shared)")
     sub.add_parser("pins")
     sub.add_parser("selftest")
     args = ap.parse_args()
