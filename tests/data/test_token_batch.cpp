@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include <synattn/data/token_batch.hpp>
@@ -162,4 +163,45 @@ TEST_CASE("bad inputs are errors that name the argument", "[token_batch]") {
   CHECK_THROWS_WITH(make_token_batch(broken, {0}, e.vocab, e.labels, nullptr, WordDropout::none(), tb),
                     Catch::Contains("expected equal counts"));
   CHECK_THROWS_WITH(WordDropout::for_epoch(1, 0, 1.5), Catch::Contains("p must be in [0, 1]"));
+}
+
+// The values were printed by the Python twin's functions
+// (bench/pytorch_train_reference.py: read_conllu, select_training_subset,
+// build_vocabulary, build_labels, epoch_batches, word_dropout_stream) on the
+// same files with the default data seed, N = 500, seed 1, epoch 0.
+TEST_CASE("the N = 500 recipe on EWT makes the same choices as the Python twin", "[token_batch][ewt][pins]") {
+  const Ewt& e = ewt();
+  const auto subset = select_training_subset(e.train, 500);
+  REQUIRE(subset.size() == 492);
+  CHECK(std::vector<std::size_t>(subset.begin(), subset.begin() + 8) ==
+        std::vector<std::size_t>{2308, 2958, 8647, 362, 11221, 8278, 7849, 3675});
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : subset) train.push_back(e.train[i]);
+  const auto lengths = sentence_lengths(train);
+  CHECK(std::accumulate(lengths.begin(), lengths.end(), 0) == 7682);
+
+  const Vocabulary v = Vocabulary::build(train);
+  REQUIRE(v.size() == 2416);
+  CHECK(std::vector<std::string>(v.words().begin() + 2, v.words().begin() + 12) ==
+        std::vector<std::string>{"the", ".", ",", "to", "and", "a", "of", "in", "i", "you"});
+  CHECK(std::vector<std::string>(v.words().end() - 3, v.words().end()) ==
+        std::vector<std::string>{"release", "tenn", "iroq"});  // singletons, by first appearance
+  int singletons = 0;
+  for (int id = 0; id < v.size(); ++id) singletons += v.is_singleton(id) ? 1 : 0;
+  CHECK(singletons == 1706);
+
+  REQUIRE(e.labels.size() == 36);
+  CHECK(e.labels.names().front() == "acl");
+  CHECK(e.labels.name(24) == "nmod");
+  CHECK(e.labels.names().back() == "xcomp");
+
+  const auto batches = length_batches(lengths, 1, 0);
+  REQUIRE(batches.size() == 16);
+  CHECK(batches.front() == std::vector<std::size_t>{352, 441, 58,  143, 244, 480, 62,  344, 107, 49,  294,
+                                                    21,  169, 291, 8,   221, 477, 160, 444, 278, 44,  366,
+                                                    280, 4,   153, 10,  74,  300, 474, 401, 252, 332});
+  CHECK(batches.back().back() == 110);
+  TokenBatch tb;
+  make_token_batch(train, batches.front(), v, e.labels, nullptr, WordDropout::for_epoch(1, 0), tb);
+  CHECK(tb.dropped == 33);
 }
