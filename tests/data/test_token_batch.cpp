@@ -205,3 +205,35 @@ TEST_CASE("the N = 500 recipe on EWT makes the same choices as the Python twin",
   make_token_batch(train, batches.front(), v, e.labels, nullptr, WordDropout::for_epoch(1, 0), tb);
   CHECK(tb.dropped == 33);
 }
+
+TEST_CASE("an encoded corpus batches exactly like the sentences it was made from", "[token_batch][ewt]") {
+  const Ewt& e = ewt();
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : e.subset) train.push_back(e.train[i]);
+  const Bucketing linear = Bucketing::linear(10);
+  const Bucketing directed = Bucketing::directed(4);
+  for (const Bucketing* bucketing : {static_cast<const Bucketing*>(nullptr), &linear, &directed}) {
+    const EncodedCorpus corpus(train, e.vocab, e.labels, bucketing);
+    REQUIRE(corpus.size() == train.size());
+    CHECK(corpus.lengths() == sentence_lengths(train));
+    CHECK(corpus.ignored() == e.labels.count_ignored(train));
+    CHECK((corpus.bucketing() == nullptr) == (bucketing == nullptr));
+    TokenBatch direct, encoded;
+    for (std::uint64_t epoch : {0u, 1u}) {
+      for (const auto& batch : length_batches(corpus.lengths(), 5, epoch)) {
+        const WordDropout d = WordDropout::for_epoch(5, epoch);
+        make_token_batch(train, batch, e.vocab, e.labels, bucketing, d, direct);
+        make_token_batch(corpus, batch, d, encoded);
+        REQUIRE(encoded.ids == direct.ids);
+        REQUIRE(encoded.labels == direct.labels);
+        REQUIRE(encoded.buckets == direct.buckets);
+        REQUIRE(encoded.lengths == direct.lengths);
+        REQUIRE(encoded.tokens == direct.tokens);
+        REQUIRE(encoded.dropped == direct.dropped);
+      }
+    }
+    CHECK_THROWS_WITH(make_token_batch(corpus, {0, train.size()}, WordDropout::none(), encoded),
+                      Catch::Contains("indices[1] = " + std::to_string(train.size()) + ", expected <"));
+    CHECK_THROWS_WITH(make_token_batch(corpus, {}, WordDropout::none(), encoded), Catch::Contains("'indices' is empty"));
+  }
+}
