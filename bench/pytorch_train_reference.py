@@ -618,12 +618,53 @@ CPP_PINS = {
 }
 
 
+# What tests/data/test_token_batch.cpp ("the N = 500 recipe on EWT ...")
+# requires of the C++ data pipeline on the vendored EWT train file (default
+# data seed, N = 500, seed 1, epoch 0).
+CPP_EWT_PINS = {
+    "subset_size": 492,
+    "subset_first8": [2308, 2958, 8647, 362, 11221, 8278, 7849, 3675],
+    "subset_words": 7682,
+    "vocab_size": 2416,
+    "vocab_first10": ["the", ".", ",", "to", "and", "a", "of", "in", "i", "you"],
+    "vocab_last3": ["release", "tenn", "iroq"],
+    "singletons": 1706,
+    "labels": [36, "acl", "nmod", "xcomp"],
+    "batches": 16,
+    "first_batch": [352, 441, 58, 143, 244, 480, 62, 344, 107, 49, 294, 21, 169, 291, 8, 221, 477, 160, 444,
+                    278, 44, 366, 280, 4, 153, 10, 74, 300, 474, 401, 252, 332],
+    "first_batch_dropped": 33,
+}
+
+
+def ewt_pins():
+    tr = read_conllu(os.path.join(EWT, "en_ewt-ud-train.conllu"))
+    sub = select_training_subset([len(s[0]) for s in tr], 500, DEFAULT_DATA_SEED)
+    train = [tr[i] for i in sub]
+    vocab, single = build_vocabulary(train)
+    words = sorted(vocab, key=vocab.get)
+    labels = build_labels(tr)
+    lengths = [len(s[0]) for s in train]
+    batches = epoch_batches(lengths, 1, 0)
+    ids = [[vocab[w] for w in train[s][0]] for s in batches[0]]
+    dropped = sum(1 for k, s in enumerate(batches[0]) for j, i in enumerate(ids[k])
+                  if single[i] and word_dropout_stream(1, 0, s).uniform(j) < 0.5)
+    return {"subset_size": len(sub), "subset_first8": sub[:8], "subset_words": sum(lengths),
+            "vocab_size": len(vocab) + 2, "vocab_first10": words[:10], "vocab_last3": words[-3:],
+            "singletons": sum(single), "labels": [len(labels), labels[0], labels[24], labels[-1]],
+            "batches": len(batches), "first_batch": batches[0], "first_batch_dropped": dropped}
+
+
 def selftest():
     got = pins()
-    bad = [k for k in CPP_PINS if CPP_PINS[k] != got[k]]
-    for k in bad:
-        print(f"MISMATCH {k}: python {got[k]} c++ {CPP_PINS[k]}")
-    print("selftest:", "FAILED" if bad else "ok", f"({len(CPP_PINS)} values)")
+    checks = [(k, CPP_PINS[k], got[k]) for k in CPP_PINS]
+    if os.path.exists(os.path.join(EWT, "en_ewt-ud-train.conllu")):
+        got_ewt = ewt_pins()
+        checks += [("ewt." + k, CPP_EWT_PINS[k], got_ewt[k]) for k in CPP_EWT_PINS]
+    bad = [(k, want, have) for k, want, have in checks if want != have]
+    for k, want, have in bad:
+        print(f"MISMATCH {k}: python {have} c++ {want}")
+    print("selftest:", "FAILED" if bad else "ok", f"({len(checks)} values)")
     return 1 if bad else 0
 
 
