@@ -57,7 +57,7 @@ TEST_CASE("defaults: the repository's EWT files and the schedule by N", "[cli]")
   CHECK(default_schedule(8000).patience == 3);
 }
 
-TEST_CASE("--full is the whole grid", "[cli]") {
+TEST_CASE("the --full flag runs the whole grid", "[cli]") {
   const Config c = parse({"--full", "--threads", "2"});
   CHECK(c.train_sizes == std::vector<int>{500, 2000, 8000});
   CHECK(c.seeds == std::vector<int>{1, 2, 3});
