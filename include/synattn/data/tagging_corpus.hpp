@@ -54,8 +54,9 @@ inline std::string base_deprel(std::string_view deprel) {
 }
 
 // One CoNLL-U sentence as a tagged sentence. `file` only names the source in
-// messages. Throws Error "FILE:LINE: sentence ID: word K: reason" for a word
-// without a usable DEPREL ('_').
+// messages. Throws ParseError "FILE:LINE: sentence ID: word K ('form') has
+// DEPREL '_', expected ..." for a word without a usable DEPREL, LINE being
+// the sentence's first line.
 inline TaggedSentence to_tagged_sentence(const ConlluSentence& s, const std::string& file = {}) {
   TaggedSentence t;
   t.id = s.label();

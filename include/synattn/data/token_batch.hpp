@@ -21,13 +21,13 @@
 // make_token_batch reuses `out`'s buffers: a batch of the same shape as the
 // previous one allocates nothing (Eigen's resize keeps storage when the size
 // is unchanged), so steady-state training with repeating shapes does not
-// touch the allocator (the distance scratch
-// only grows, to the longest sentence seen).
+// touch the allocator (the distance scratch only grows, to the longest
+// sentence seen).
 #ifndef SYNATTN_DATA_TOKEN_BATCH_HPP
 #define SYNATTN_DATA_TOKEN_BATCH_HPP
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
