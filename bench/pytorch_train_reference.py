@@ -51,6 +51,24 @@ LayerNorm; linear classifier; cross-entropy with ignore_index -100.
 Variants: none, fixed (T[b] = -b frozen, s learnable), shared (11 buckets,
 clamp 10, one table per layer), per-head (one table per head), directed
 (up/down clamp 4: 25 buckets), shared-decay (shared, T initialised at -b).
+
+Training (recipe mode): Adam (torch defaults, no weight decay), learning rate
+lr(step) = 1e-3 * min(1, (step + 1) / 50) with the step counted from 0 over
+all epochs, the bias tables and scales at --bias-lr-mult times that; loss =
+mean cross-entropy over the batch's counted tokens; after every epoch the
+full dev set is evaluated (accuracy = correct / counted tokens, in
+evaluation batches, dropout off); early stopping when the best dev accuracy
+is `patience` epochs old. Model initialisation and dropout masks come from
+torch's generator (torch.manual_seed(seed)), so they are not the C++ ones:
+only the data order, vocabulary and word dropout are shared.
+
+Throughput mode: one child process per (model, variant, threads) so that
+peak RSS is that case's; models d128 (d_model 128, 4 heads, FFN 256) and
+d256 (d_model 256, 4 heads, FFN 4*256 = 1024), 2 layers, batch 32 x n 64
+full-length sentences on random recursive trees (word i > 0 hangs from a
+uniform earlier word), vocabulary 4000, 37 classes; forward + backward +
+Adam step; 3 warm-up steps, then the median of 15 timed steps after waiting
+for idle cores (up to --quiet-wait s; the busy fraction is reported).
 """
 import argparse
 import json
