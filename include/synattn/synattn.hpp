@@ -21,6 +21,11 @@
 #include "bias/bucketing.hpp"
 #include "bias/bias_table.hpp"
 
+#include "data/tagging_corpus.hpp"
+#include "data/vocabulary.hpp"
+#include "data/batching.hpp"
+#include "data/token_batch.hpp"
+
 #include "attention/options.hpp"
 #include "attention/syntax_attention.hpp"
 

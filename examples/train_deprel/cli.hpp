@@ -1,0 +1,329 @@
+// train_deprel — the command line of the DEPREL training experiment and the
+// description of each attention-bias variant it compares.
+//
+//   train_deprel --train FILE --dev FILE --train-size N --variants LIST
+//                --seeds LIST [--epochs E] [--patience P] [--bias-lr-mult X]
+//                [--threads T] [--json FILE] [--out DIR] [--full] [--help]
+//
+// --train/--dev default to the repository's UD English EWT files (baked in
+// as SYNATTN_EWT_DIR by examples/CMakeLists.txt). --full replaces
+// --train-size/--variants/--seeds/--bias-lr-mult by the whole grid.
+#ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_CLI_HPP
+#define SYNATTN_EXAMPLES_TRAIN_DEPREL_CLI_HPP
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <synattn/bias/bucketing.hpp>
+#include <synattn/data/batching.hpp>
+#include <synattn/error.hpp>
+
+#ifndef SYNATTN_EWT_DIR
+#define SYNATTN_EWT_DIR "data/ud/UD_English-EWT"
+#endif
+
+namespace train_deprel {
+
+// A bad command line: what() names the flag and what was expected.
+class CliError : public synattn::Error {
+ public:
+  explicit CliError(const std::string& what) : synattn::Error(what) {}
+};
+
+enum class TableInit { Zero, Decay };  // T[b] = 0, or T[b] = -b
+
+inline const char* table_init_name(TableInit init) { return init == TableInit::Zero ? "zero" : "decay"; }
+
+// One variant of the attention bias, as the model glue needs it.
+struct Variant {
+  std::string name;
+  bool has_bias = false;                      // false: plain attention ("none")
+  std::optional<synattn::Bucketing> bucketing;  // set iff has_bias
+  bool per_head = false;                      // one table per head, else one per layer
+  TableInit table_init = TableInit::Zero;
+  bool table_learnable = true;                // "fixed": the table is frozen, s still learns
+
+  int num_buckets() const { return bucketing ? bucketing->num_buckets() : 0; }
+
+  // "0".."9", "10+" (linear, clamp 10); "u0d0".."u4+d4+" (directed, clamp 4).
+  std::vector<std::string> bucket_labels() const {
+    std::vector<std::string> out;
+    if (!bucketing) return out;
+    const int m = bucketing->max_distance();
+    const auto part = [m](int v) { return std::to_string(v) + (v == m ? "+" : ""); };
+    if (bucketing->kind() == synattn::BucketKind::Directed) {
+      for (int u = 0; u <= m; ++u)
+        for (int d = 0; d <= m; ++d) out.push_back("u" + part(u) + "d" + part(d));
+    } else {
+      for (int b = 0; b < bucketing->num_buckets(); ++b) out.push_back(part(b));
+    }
+    return out;
+  }
+
+  // The table's initial values (num_buckets() of them; per row when per-head).
+  std::vector<double> initial_table() const {
+    std::vector<double> t(static_cast<std::size_t>(num_buckets()), 0.0);
+    if (table_init == TableInit::Decay)
+      for (std::size_t b = 0; b < t.size(); ++b) t[b] = -static_cast<double>(b);
+    return t;
+  }
+};
+
+inline const std::vector<std::string>& variant_names() {
+  static const std::vector<std::string> names{"none",     "fixed",    "shared",
+                                              "per-head", "directed", "shared-decay"};
+  return names;
+}
+
+// The variant called `name`; CliError for an unknown name.
+inline Variant variant_by_name(const std::string& name) {
+  Variant v;
+  v.name = name;
+  if (name == "none") return v;
+  v.has_bias = true;
+  v.bucketing = synattn::Bucketing::linear(10);
+  if (name == "fixed") {
+    v.table_init = TableInit::Decay;
+    v.table_learnable = false;
+  } else if (name == "shared") {
+  } else if (name == "per-head") {
+    v.per_head = true;
+  } else if (name == "directed") {
+    v.bucketing = synattn::Bucketing::directed(4);
+  } else if (name == "shared-decay") {
+    v.table_init = TableInit::Decay;
+  } else {
+    std::string known;
+    for (const auto& n : variant_names()) known += (known.empty() ? "" : ", ") + n;
+    throw CliError("--variants: unknown variant '" + name + "', expected one of " + known);
+  }
+  return v;
+}
+
+struct Schedule {
+  int epochs = 0;
+  int patience = 0;
+};
+
+// 60/10 at N <= 500, 20/6 at N <= 2000, 6/3 above.
+inline Schedule default_schedule(int train_size) {
+  if (train_size <= 500) return {60, 10};
+  if (train_size <= 2000) return {20, 6};
+  return {6, 3};
+}
+
+// One training run of the grid.
+struct RunSpec {
+  Variant variant;
+  int train_size = 0;
+  int seed = 0;
+  double bias_lr_mult = 1.0;
+  Schedule schedule;
+};
+
+struct Config {
+  std::string train_path = SYNATTN_EWT_DIR "/en_ewt-ud-train.conllu";
+  std::string dev_path = SYNATTN_EWT_DIR "/en_ewt-ud-dev.conllu";
+  std::vector<int> train_sizes;
+  std::vector<std::string> variants;
+  std::vector<int> seeds;
+  std::vector<double> bias_lr_mults{1.0};
+  int epochs = 0;    // 0: by train size
+  int patience = 0;  // 0: by train size
+  int threads = 0;   // 0: OpenMP's default
+  std::string json_path;
+  std::string out_dir;
+  bool full = false;
+  bool help = false;
+  std::uint64_t data_seed = synattn::kDefaultDataSeed;
+
+  Schedule schedule_for(int train_size) const {
+    Schedule s = default_schedule(train_size);
+    if (epochs > 0) s.epochs = epochs;
+    if (patience > 0) s.patience = patience;
+    return s;
+  }
+
+  // Every run, in order: train size, then variant, then multiplier, then
+  // seed. --full: every variant at multiplier 1, plus "shared" at 10.
+  std::vector<RunSpec> runs() const {
+    std::vector<RunSpec> out;
+    for (int n : train_sizes)
+      for (const std::string& name : variants)
+        for (double mult : bias_lr_mults) {
+          const Variant v = variant_by_name(name);
+          if (full && mult != 1.0 && name != "shared") continue;
+          // Without a bias there is nothing to multiply: such a run is
+          // recorded at 1 (so the table puts it under plain "none").
+          const double m = v.has_bias ? mult : 1.0;
+          for (int seed : seeds) out.push_back(RunSpec{v, n, seed, m, schedule_for(n)});
+        }
+    return out;
+  }
+};
+
+inline const char* usage() {
+  return "usage: train_deprel [--train FILE] [--dev FILE] --train-size N --variants LIST --seeds LIST\n"
+         "                    [--epochs E] [--patience P] [--bias-lr-mult X] [--threads T]\n"
+         "                    [--json FILE] [--out DIR] [--full] [--help]\n"
+         "\n"
+         "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
+         "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
+         "\n"
+         "  --train FILE        training CoNLL-U (default: the repository's EWT train)\n"
+         "  --dev FILE          development CoNLL-U (default: the repository's EWT dev)\n"
+         "  --train-size N      sentences drawn from the training file (comma list allowed)\n"
+         "  --variants LIST     comma list of none, fixed, shared, per-head, directed, shared-decay\n"
+         "  --seeds LIST        comma list of model seeds, e.g. 1,2,3\n"
+         "  --epochs E          most epochs (default by N: 60 at N<=500, 20 at N<=2000, else 6)\n"
+         "  --patience P        early stopping patience (default by N: 10, 6, 3)\n"
+         "  --bias-lr-mult X    learning-rate multiplier of the bias table and scale (default 1)\n"
+         "  --threads T         OpenMP threads (default: OpenMP's default)\n"
+         "  --json FILE         append one JSON object per run (JSON lines)\n"
+         "  --out DIR           write figures (SVG) and the results table there\n"
+         "  --full              the whole grid: every variant at N = 500, 2000, 8000, shared also\n"
+         "                      at bias-lr-mult 10, seeds 1,2,3\n"
+         "  --help              this text\n";
+}
+
+namespace detail {
+
+inline long long parse_integer(const std::string& flag, const std::string& text, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ' || text[0] == '+')
+    throw CliError(flag + ": '" + text + "' is not an integer");
+  if (v < lo || v > hi)
+    throw CliError(flag + ": " + text + " is out of range, expected " + std::to_string(lo) + " to " +
+                   std::to_string(hi));
+  return v;
+}
+
+inline double parse_positive(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ')
+    throw CliError(flag + ": '" + text + "' is not a number");
+  if (!(v > 0.0) || !std::isfinite(v)) throw CliError(flag + ": " + text + " must be a positive number");
+  return v;
+}
+
+inline std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw CliError(flag + ": empty item in list '" + text + "'");
+    for (const std::string& seen : out)
+      if (seen == item) throw CliError(flag + ": '" + item + "' is listed twice");
+    out.push_back(item);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+}  // namespace detail
+
+// Parses argv (argv[0] is the program). Throws CliError on a bad command
+// line; sets help and returns early on --help.
+inline Config parse_cli(int argc, const char* const* argv) {
+  Config c;
+  bool have_sizes = false, have_variants = false, have_seeds = false, have_mult = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      c.help = true;
+      return c;
+    }
+    if (flag == "--full") {
+      c.full = true;
+      continue;
+    }
+    static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
+                                          "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
+                                          "--threads", "--json",   "--out"};
+    bool known = false;
+    for (const char* k : kValued) known = known || flag == k;
+    if (!known) throw CliError("unknown argument '" + flag + "'");
+    if (i + 1 >= argc) throw CliError(flag + ": missing value");
+    const std::string value = argv[++i];
+    if (flag == "--train") {
+      c.train_path = value;
+    } else if (flag == "--dev") {
+      c.dev_path = value;
+    } else if (flag == "--train-size") {
+      c.train_sizes.clear();
+      for (const auto& item : detail::split_list(flag, value))
+        c.train_sizes.push_back(static_cast<int>(detail::parse_integer(flag, item, 1, 1000000000)));
+      have_sizes = true;
+    } else if (flag == "--variants") {
+      c.variants = detail::split_list(flag, value);
+      for (const auto& name : c.variants) (void)variant_by_name(name);
+      have_variants = true;
+    } else if (flag == "--seeds") {
+      c.seeds.clear();
+      for (const auto& item : detail::split_list(flag, value))
+        c.seeds.push_back(static_cast<int>(detail::parse_integer(flag, item, 0, 2147483647)));
+      have_seeds = true;
+    } else if (flag == "--epochs") {
+      c.epochs = static_cast<int>(detail::parse_integer(flag, value, 1, 100000));
+    } else if (flag == "--patience") {
+      c.patience = static_cast<int>(detail::parse_integer(flag, value, 1, 100000));
+    } else if (flag == "--bias-lr-mult") {
+      c.bias_lr_mults = {detail::parse_positive(flag, value)};
+      have_mult = true;
+    } else if (flag == "--threads") {
+      c.threads = static_cast<int>(detail::parse_integer(flag, value, 1, 1024));
+    } else if (flag == "--json") {
+      c.json_path = value;
+    } else if (flag == "--out") {
+      c.out_dir = value;
+    }
+  }
+  if (c.full) {
+    if (have_sizes || have_variants || have_seeds || have_mult)
+      throw CliError("--full sets --train-size, --variants, --seeds and --bias-lr-mult; do not give them too");
+    c.train_sizes = {500, 2000, 8000};
+    c.variants = variant_names();
+    c.seeds = {1, 2, 3};
+    c.bias_lr_mults = {1.0, 10.0};
+    return c;
+  }
+  if (!have_sizes) throw CliError("--train-size is required (or --full)");
+  if (!have_variants) throw CliError("--variants is required (or --full)");
+  if (!have_seeds) throw CliError("--seeds is required (or --full)");
+  return c;
+}
+
+// What main() does with a command line: the config, or an exit code after
+// printing the usage (0 for --help on `out`; 2 and "train_deprel: reason"
+// plus the usage on `err` for a bad command line).
+inline std::optional<Config> parse_cli_or_exit_code(int argc, const char* const* argv, std::ostream& out,
+                                                     std::ostream& err, int& exit_code) {
+  try {
+    Config c = parse_cli(argc, argv);
+    if (c.help) {
+      out << usage();
+      exit_code = 0;
+      return std::nullopt;
+    }
+    return c;
+  } catch (const CliError& e) {
+    err << "train_deprel: " << e.what() << "\n\n" << usage();
+    exit_code = 2;
+    return std::nullopt;
+  }
+}
+
+}  // namespace train_deprel
+
+#endif  // SYNATTN_EXAMPLES_TRAIN_DEPREL_CLI_HPP

@@ -1,0 +1,104 @@
+// train_deprel — the experiment's figures, built from run results:
+// learned s * T per distance bucket (one series per layer, or per layer and
+// head), learning curves (dev accuracy per epoch, one series per run), and
+// the directed up x down grid of s * T as a heat map.
+#ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_FIGURES_HPP
+#define SYNATTN_EXAMPLES_TRAIN_DEPREL_FIGURES_HPP
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <synattn/error.hpp>
+
+#include "results.hpp"
+#include "svg_plot.hpp"
+
+namespace train_deprel {
+
+inline std::string run_name(const RunResult& r) {
+  std::string s = r.variant;
+  if (r.bias_lr_mult != 1.0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " x%g", r.bias_lr_mult);
+    s += buf;
+  }
+  return s + " N=" + std::to_string(r.train_size) + " seed " + std::to_string(r.seed);
+}
+
+// s * T against the bucket, one series per layer (per layer and head when
+// bias_rows > 1). Throws if a layer's values are not bias_rows * buckets.
+inline LineChart learned_bias_chart(const RunResult& r) {
+  LineChart c;
+  c.title = "Learned s*T per distance bucket: " + run_name(r);
+  c.x_label = "distance bucket";
+  c.y_label = "s * T[bucket]";
+  c.x_tick_labels = r.bucket_labels;
+  const std::size_t buckets = r.bucket_labels.size();
+  for (std::size_t layer = 0; layer < r.learned_bias.size(); ++layer) {
+    const std::vector<double>& v = r.learned_bias[layer];
+    if (r.bias_rows < 1 || v.size() != buckets * static_cast<std::size_t>(r.bias_rows))
+      throw synattn::Error("learned_bias_chart: layer " + std::to_string(layer) + " has " +
+                           std::to_string(v.size()) + " values, expected bias_rows * buckets = " +
+                           std::to_string(r.bias_rows) + " * " + std::to_string(buckets));
+    for (int row = 0; row < r.bias_rows; ++row) {
+      Series s;
+      s.name = "layer " + std::to_string(layer + 1) + (r.bias_rows > 1 ? " head " + std::to_string(row + 1) : "");
+      for (std::size_t b = 0; b < buckets; ++b) {
+        s.x.push_back(static_cast<double>(b));
+        s.y.push_back(v[static_cast<std::size_t>(row) * buckets + b]);
+      }
+      c.series.push_back(std::move(s));
+    }
+  }
+  return c;
+}
+
+// Dev accuracy per epoch, one series per run.
+inline LineChart learning_curves_chart(const std::vector<RunResult>& runs, const std::string& title) {
+  LineChart c;
+  c.title = title;
+  c.x_label = "epoch";
+  c.y_label = "dev accuracy (%)";
+  for (const RunResult& r : runs) {
+    Series s;
+    s.name = run_name(r);
+    for (std::size_t e = 0; e < r.dev_history.size(); ++e) {
+      s.x.push_back(static_cast<double>(e + 1));
+      s.y.push_back(r.dev_history[e]);
+    }
+    c.series.push_back(std::move(s));
+  }
+  return c;
+}
+
+// The directed table of one layer as an up x down grid: bucket u*(M+1)+d
+// goes to row u, column d, with M + 1 = sqrt(buckets). Throws unless the
+// bucket count is a square and the layer has one row.
+inline HeatMap directed_heat_map(const RunResult& r, std::size_t layer) {
+  if (layer >= r.learned_bias.size())
+    throw synattn::Error("directed_heat_map: layer " + std::to_string(layer) + " out of range [0, " +
+                         std::to_string(r.learned_bias.size()) + ")");
+  const std::vector<double>& v = r.learned_bias[layer];
+  const std::size_t side = static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(v.size()))));
+  if (side * side != v.size() || r.bias_rows != 1 || side < 1)
+    throw synattn::Error("directed_heat_map: layer " + std::to_string(layer) + " has " + std::to_string(v.size()) +
+                         " values in " + std::to_string(r.bias_rows) +
+                         " rows, expected one row of (M+1)^2 directed buckets");
+  HeatMap h;
+  h.title = "Learned s*T (directed), layer " + std::to_string(layer + 1) + ": " + run_name(r);
+  h.x_label = "steps down from the common ancestor";
+  h.y_label = "steps up to the common ancestor";
+  for (std::size_t k = 0; k < side; ++k) {
+    const std::string label = std::to_string(k) + (k + 1 == side ? "+" : "");
+    h.row_labels.push_back(label);
+    h.col_labels.push_back(label);
+    h.values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(k * side),
+                          v.begin() + static_cast<std::ptrdiff_t>((k + 1) * side));
+  }
+  return h;
+}
+
+}  // namespace train_deprel
+
+#endif  // SYNATTN_EXAMPLES_TRAIN_DEPREL_FIGURES_HPP

@@ -1,0 +1,302 @@
+// synattn — one training/evaluation batch of a tagging corpus: padded token
+// ids, attention buckets from the gold trees, labels.
+//
+// Shapes (batch sentences, n = the longest of them):
+//   ids      (batch, n) int32, row-major; kPad = 0 on padding
+//   lengths  batch words per sentence
+//   buckets  (batch * n, n) int8, sentence b in rows [b n, (b + 1) n):
+//            bucketize(pairwise_distances) or bucketize_directed(up, down)
+//            in the length x length corner, -1 (masked) on every pair with a
+//            padding position; 0 x 0 when no bucketing is asked for
+//   labels   (batch, n) int32; LabelSet::kIgnore (-100) on padding and on
+//            labels outside the label set
+//   tokens   labels that count (not -100)
+//
+// Two ways in: make_token_batch(sentences, indices, vocab, labels, bucketing,
+// dropout, out) looks words up and walks trees on every call;
+// EncodedCorpus does that once per corpus, and make_token_batch(corpus,
+// indices, dropout, out) then only copies (measured by
+// bench/bench_token_batch.cpp). Both give identical batches.
+//
+// make_token_batch reuses `out`'s buffers: a batch of the same shape as the
+// previous one allocates nothing (Eigen's resize keeps storage when the size
+// is unchanged), so steady-state training with repeating shapes does not
+// touch the allocator (the distance scratch only grows, to the longest
+// sentence seen).
+#ifndef SYNATTN_DATA_TOKEN_BATCH_HPP
+#define SYNATTN_DATA_TOKEN_BATCH_HPP
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../bias/bucketing.hpp"
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../special_values.hpp"
+#include "../tree/distance.hpp"
+#include "../util/random.hpp"
+#include "batching.hpp"
+#include "tagging_corpus.hpp"
+#include "vocabulary.hpp"
+
+namespace synattn {
+
+// Word dropout while batching: a word whose vocabulary id is a singleton
+// becomes kUnk when word_dropout_stream(seed, epoch, sentence).uniform(j) < p,
+// where `sentence` is the index into the sentence vector given to
+// make_token_batch and j the word position. Redrawn each epoch; reproducible.
+struct WordDropout {
+  bool enabled = false;
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  double p = 0.5;
+
+  static WordDropout none() { return {}; }
+  static WordDropout for_epoch(std::uint64_t seed, std::uint64_t epoch, double p = 0.5) {
+    if (!(p >= 0.0 && p <= 1.0))
+      throw Error("WordDropout::for_epoch: p must be in [0, 1], got " + std::to_string(p));
+    return WordDropout{true, seed, epoch, p};
+  }
+};
+
+struct TokenBatch {
+  RowMajorMatrix<std::int32_t> ids;     // (batch, n)
+  std::vector<int> lengths;             // (batch)
+  RowMajorMatrix<std::int8_t> buckets;  // (batch * n, n) or 0 x 0
+  RowMajorMatrix<std::int32_t> labels;  // (batch, n)
+  std::size_t tokens = 0;               // labels != -100
+  std::size_t dropped = 0;              // words word dropout replaced by kUnk
+
+  int batch() const noexcept { return static_cast<int>(ids.rows()); }
+  int n() const noexcept { return static_cast<int>(ids.cols()); }
+
+  // Distance scratch (int8, at least n x n; only grows), reused across calls.
+  RowMajorMatrix<std::int8_t> scratch_distance, scratch_up, scratch_down;
+};
+
+namespace detail {
+inline void check_token_batch_inputs(const std::vector<TaggedSentence>& sentences,
+                                     const std::vector<std::size_t>& indices,
+                                     const Bucketing* bucketing) {
+  if (indices.empty()) throw Error("make_token_batch: 'indices' is empty, expected >= 1 sentence");
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] >= sentences.size())
+      throw Error("make_token_batch: indices[" + std::to_string(k) + "] = " + std::to_string(indices[k]) +
+                  ", expected < " + std::to_string(sentences.size()) + " (the number of sentences)");
+    const TaggedSentence& s = sentences[indices[k]];
+    if (s.tree.size() != s.size() || static_cast<int>(s.labels.size()) != s.size())
+      throw Error("make_token_batch: sentence " + s.id + " (indices[" + std::to_string(k) + "]) has " +
+                  std::to_string(s.size()) + " forms, " + std::to_string(s.labels.size()) +
+                  " labels and a tree of " + std::to_string(s.tree.size()) +
+                  " words; expected equal counts (build it with to_tagged_sentence)");
+    if (s.size() == 0)
+      throw Error("make_token_batch: sentence " + s.id + " (indices[" + std::to_string(k) +
+                  "]) has no words");
+  }
+  if (bucketing && bucketing->num_buckets() - 1 > 127)
+    throw Error("make_token_batch: " + bucketing->describe() + " has more buckets than int8 holds");
+}
+
+// Scratch only grows (to the longest sentence seen), so it is allocated a
+// few times per run, not per sentence.
+inline void grow_scratch(RowMajorMatrix<std::int8_t>& m, int len) {
+  if (m.rows() < len) m.resize(len, len);
+}
+
+// One sentence's length x length bucket corner, through the distance
+// scratch of `out` (bucketize maps whole blocks).
+template <class Corner>
+void sentence_buckets(const DependencyTree& tree, const Bucketing& bucketing, TokenBatch& out, Corner&& corner) {
+  const int len = tree.size();
+  if (bucketing.kind() == BucketKind::Directed) {
+    grow_scratch(out.scratch_up, len);
+    grow_scratch(out.scratch_down, len);
+    auto up = out.scratch_up.topLeftCorner(len, len);
+    auto down = out.scratch_down.topLeftCorner(len, len);
+    directed_distances<std::int8_t>(tree, up, down);
+    bucketize_directed<std::int8_t, std::int8_t>(bucketing, up, down, corner);
+  } else {
+    grow_scratch(out.scratch_distance, len);
+    auto dist = out.scratch_distance.topLeftCorner(len, len);
+    pairwise_distances<std::int8_t>(tree, dist);
+    bucketize<std::int8_t, std::int8_t>(bucketing, dist, corner);
+  }
+}
+}  // namespace detail
+
+// Fills `out` with sentences[indices[0]], sentences[indices[1]], ... (see the
+// file comment). `bucketing` null: no buckets (out.buckets becomes 0 x 0).
+inline void make_token_batch(const std::vector<TaggedSentence>& sentences,
+                             const std::vector<std::size_t>& indices, const Vocabulary& vocab,
+                             const LabelSet& labels, const Bucketing* bucketing,
+                             const WordDropout& dropout, TokenBatch& out) {
+  detail::check_token_batch_inputs(sentences, indices, bucketing);
+  const Index batch = static_cast<Index>(indices.size());
+  int n = 0;
+  for (std::size_t i : indices) n = sentences[i].size() > n ? sentences[i].size() : n;
+
+  out.ids.resize(batch, n);
+  out.labels.resize(batch, n);
+  out.lengths.resize(indices.size());
+  out.ids.setConstant(Vocabulary::kPad);
+  out.labels.setConstant(LabelSet::kIgnore);
+  out.tokens = 0;
+  out.dropped = 0;
+  if (bucketing) {
+    out.buckets.resize(batch * n, n);
+    out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
+  } else {
+    out.buckets.resize(0, 0);
+  }
+
+  for (Index b = 0; b < batch; ++b) {
+    const std::size_t index = indices[static_cast<std::size_t>(b)];
+    const TaggedSentence& s = sentences[index];
+    const int len = s.size();
+    out.lengths[static_cast<std::size_t>(b)] = len;
+    const RandomStream drop = word_dropout_stream(dropout.seed, dropout.epoch, index);
+    for (int j = 0; j < len; ++j) {
+      int id = vocab.id(s.forms[static_cast<std::size_t>(j)]);
+      if (dropout.enabled && id != Vocabulary::kUnk && vocab.is_singleton(id) &&
+          drop.uniform(static_cast<std::uint64_t>(j)) < dropout.p) {
+        id = Vocabulary::kUnk;
+        ++out.dropped;
+      }
+      out.ids(b, j) = id;
+      const int label = labels.id(s.labels[static_cast<std::size_t>(j)]);
+      out.labels(b, j) = label;
+      out.tokens += label == LabelSet::kIgnore ? 0 : 1;
+    }
+    if (!bucketing) continue;
+    detail::sentence_buckets(s.tree, *bucketing, out, out.buckets.block(b * n, 0, len, len));
+  }
+}
+
+class EncodedCorpus;
+inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std::size_t>& indices,
+                             const WordDropout& dropout, TokenBatch& out);
+
+// A corpus encoded once for one vocabulary, label set and bucketing: word
+// ids, labels, singleton flags and each sentence's length x length bucket
+// corner, stored flat. Batching it is then copies only (no hashing, no tree
+// walks): the form to use in a training loop, where every sentence is
+// batched once per epoch. Produces exactly what the TaggedSentence overload
+// of make_token_batch does (pinned by a test).
+class EncodedCorpus {
+ public:
+  EncodedCorpus() = default;
+  EncodedCorpus(const std::vector<TaggedSentence>& sentences, const Vocabulary& vocab, const LabelSet& labels,
+                const Bucketing* bucketing) {
+    if (bucketing) bucketing_.emplace(*bucketing);
+    word_offset_.reserve(sentences.size() + 1);
+    bucket_offset_.reserve(sentences.size() + 1);
+    word_offset_.push_back(0);
+    bucket_offset_.push_back(0);
+    TokenBatch scratch;
+    for (std::size_t i = 0; i < sentences.size(); ++i) {
+      const TaggedSentence& s = sentences[i];
+      const std::vector<std::size_t> one{i};
+      detail::check_token_batch_inputs(sentences, one, bucketing);
+      for (int j = 0; j < s.size(); ++j) {
+        const int id = vocab.id(s.forms[static_cast<std::size_t>(j)]);
+        ids_.push_back(id);
+        singleton_.push_back(id != Vocabulary::kUnk && vocab.is_singleton(id) ? 1 : 0);
+        const int label = labels.id(s.labels[static_cast<std::size_t>(j)]);
+        labels_.push_back(label);
+        ignored_ += label == LabelSet::kIgnore ? 1 : 0;
+      }
+      word_offset_.push_back(ids_.size());
+      if (bucketing) {
+        const Index len = s.size();
+        RowMajorMatrix<std::int8_t> corner(len, len);
+        detail::sentence_buckets(s.tree, *bucketing, scratch, corner);
+        buckets_.insert(buckets_.end(), corner.data(), corner.data() + corner.size());
+      }
+      bucket_offset_.push_back(buckets_.size());
+    }
+  }
+
+  std::size_t size() const noexcept { return word_offset_.empty() ? 0 : word_offset_.size() - 1; }
+  int length(std::size_t i) const { return static_cast<int>(word_offset_.at(i + 1) - word_offset_[i]); }
+  std::vector<int> lengths() const {
+    std::vector<int> out(size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = length(i);
+    return out;
+  }
+  // Words whose label is outside the label set.
+  std::size_t ignored() const noexcept { return ignored_; }
+  const Bucketing* bucketing() const noexcept { return bucketing_ ? &*bucketing_ : nullptr; }
+
+ private:
+  friend void make_token_batch(const EncodedCorpus&, const std::vector<std::size_t>&, const WordDropout&,
+                               TokenBatch&);
+  std::vector<std::int32_t> ids_, labels_;
+  std::vector<unsigned char> singleton_;
+  std::vector<std::int8_t> buckets_;
+  std::vector<std::size_t> word_offset_, bucket_offset_;
+  std::optional<Bucketing> bucketing_;
+  std::size_t ignored_ = 0;
+};
+
+// The batch of corpus sentences indices[0], indices[1], ... with the
+// corpus's bucketing; word dropout as in the other overload (`sentence` is
+// the index into the corpus).
+inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std::size_t>& indices,
+                             const WordDropout& dropout, TokenBatch& out) {
+  if (indices.empty()) throw Error("make_token_batch: 'indices' is empty, expected >= 1 sentence");
+  int n = 0;
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] >= corpus.size())
+      throw Error("make_token_batch: indices[" + std::to_string(k) + "] = " + std::to_string(indices[k]) +
+                  ", expected < " + std::to_string(corpus.size()) + " (the corpus's sentences)");
+    n = corpus.length(indices[k]) > n ? corpus.length(indices[k]) : n;
+  }
+  const Index batch = static_cast<Index>(indices.size());
+  out.ids.resize(batch, n);
+  out.labels.resize(batch, n);
+  out.lengths.resize(indices.size());
+  out.ids.setConstant(Vocabulary::kPad);
+  out.labels.setConstant(LabelSet::kIgnore);
+  out.tokens = 0;
+  out.dropped = 0;
+  const bool bucketed = corpus.bucketing_.has_value();
+  if (bucketed) {
+    out.buckets.resize(batch * n, n);
+    out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
+  } else {
+    out.buckets.resize(0, 0);
+  }
+  for (Index b = 0; b < batch; ++b) {
+    const std::size_t index = indices[static_cast<std::size_t>(b)];
+    const std::size_t first = corpus.word_offset_[index];
+    const int len = corpus.length(index);
+    out.lengths[static_cast<std::size_t>(b)] = len;
+    std::int32_t* ids = out.ids.row(b).data();
+    std::int32_t* labels = out.labels.row(b).data();
+    const RandomStream drop = word_dropout_stream(dropout.seed, dropout.epoch, index);
+    for (int j = 0; j < len; ++j) {
+      std::int32_t id = corpus.ids_[first + static_cast<std::size_t>(j)];
+      if (dropout.enabled && corpus.singleton_[first + static_cast<std::size_t>(j)] &&
+          drop.uniform(static_cast<std::uint64_t>(j)) < dropout.p) {
+        id = Vocabulary::kUnk;
+        ++out.dropped;
+      }
+      ids[j] = id;
+      labels[j] = corpus.labels_[first + static_cast<std::size_t>(j)];
+      out.tokens += labels[j] == LabelSet::kIgnore ? 0 : 1;
+    }
+    if (!bucketed) continue;
+    const std::int8_t* src = corpus.buckets_.data() + corpus.bucket_offset_[index];
+    for (int r = 0; r < len; ++r)
+      std::copy(src + static_cast<std::ptrdiff_t>(r) * len, src + static_cast<std::ptrdiff_t>(r + 1) * len,
+                out.buckets.row(b * n + r).data());
+  }
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_DATA_TOKEN_BATCH_HPP

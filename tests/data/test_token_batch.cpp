@@ -1,0 +1,239 @@
+// Token batches over the real EWT dev set: ids, labels, buckets, dropout.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+
+#include <synattn/data/token_batch.hpp>
+#include <synattn/tree/distance.hpp>
+
+using namespace synattn;
+
+namespace {
+struct Ewt {
+  std::vector<TaggedSentence> train, dev;
+  Vocabulary vocab;
+  LabelSet labels;
+  std::vector<std::size_t> subset;
+};
+
+const Ewt& ewt() {
+  static const Ewt data = [] {
+    const std::string dir = std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/";
+    Ewt e;
+    e.train = load_tagging_corpus(dir + "en_ewt-ud-train.conllu");
+    e.dev = load_tagging_corpus(dir + "en_ewt-ud-dev.conllu");
+    e.subset = select_training_subset(e.train, 2000);
+    e.vocab = Vocabulary::build(e.train, &e.subset);
+    e.labels = LabelSet::build(e.train);
+    return e;
+  }();
+  return data;
+}
+}  // namespace
+
+TEST_CASE("every EWT dev sentence: ids in range, labels counted, padding ignored", "[token_batch][ewt]") {
+  const Ewt& e = ewt();
+  TokenBatch tb;
+  std::size_t tokens = 0, words = 0;
+  for (const auto& batch : eval_batches(sentence_lengths(e.dev))) {
+    make_token_batch(e.dev, batch, e.vocab, e.labels, nullptr, WordDropout::none(), tb);
+    REQUIRE(tb.batch() == static_cast<int>(batch.size()));
+    CHECK(tb.buckets.size() == 0);
+    CHECK(tb.dropped == 0);
+    for (int b = 0; b < tb.batch(); ++b) {
+      const TaggedSentence& s = e.dev[batch[static_cast<std::size_t>(b)]];
+      REQUIRE(tb.lengths[static_cast<std::size_t>(b)] == s.size());
+      words += static_cast<std::size_t>(s.size());
+      for (int j = 0; j < tb.n(); ++j) {
+        if (j < s.size()) {
+          REQUIRE(tb.ids(b, j) >= 1);
+          REQUIRE(tb.ids(b, j) < e.vocab.size());
+          REQUIRE(tb.ids(b, j) == e.vocab.id(s.forms[static_cast<std::size_t>(j)]));
+          REQUIRE(tb.labels(b, j) == e.labels.id(s.labels[static_cast<std::size_t>(j)]));
+        } else {
+          REQUIRE(tb.ids(b, j) == Vocabulary::kPad);
+          REQUIRE(tb.labels(b, j) == LabelSet::kIgnore);
+        }
+      }
+    }
+    tokens += tb.tokens;
+  }
+  CHECK(words == 25147);
+  CHECK(tokens == words - e.labels.count_ignored(e.dev));
+}
+
+TEST_CASE("buckets equal bucketize of the sentence's distances, padding masked", "[token_batch][ewt]") {
+  const Ewt& e = ewt();
+  const std::vector<std::size_t> batch{5, 17, 1000, 3};  // different lengths: padding in all but one
+  const Bucketing linear = Bucketing::linear(10);
+  const Bucketing directed = Bucketing::directed(4);
+  TokenBatch tb;
+  for (const Bucketing* bucketing : {&linear, &directed}) {
+    make_token_batch(e.dev, batch, e.vocab, e.labels, bucketing, WordDropout::none(), tb);
+    const int n = tb.n();
+    REQUIRE(tb.buckets.rows() == tb.batch() * n);
+    REQUIRE(tb.buckets.cols() == n);
+    for (int b = 0; b < tb.batch(); ++b) {
+      const TaggedSentence& s = e.dev[batch[static_cast<std::size_t>(b)]];
+      const int len = s.size();
+      RowMajorMatrix<std::int8_t> want(len, len);
+      if (bucketing->kind() == BucketKind::Directed) {
+        RowMajorMatrix<std::int8_t> up(len, len), down(len, len);
+        directed_distances<std::int8_t>(s.tree, up, down);
+        bucketize_directed<std::int8_t, std::int8_t>(*bucketing, up, down, want);
+        CHECK(want.maxCoeff() <= 24);
+      } else {
+        RowMajorMatrix<std::int8_t> d(len, len);
+        pairwise_distances<std::int8_t>(s.tree, d);
+        bucketize<std::int8_t, std::int8_t>(*bucketing, d, want);
+        CHECK(want.maxCoeff() <= 10);
+      }
+      CHECK(tb.buckets.block(b * n, 0, len, len) == want);
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c)
+          if (r >= len || c >= len) REQUIRE(tb.buckets(b * n + r, c) == kPaddingBucket);
+    }
+  }
+}
+
+TEST_CASE("word dropout replaces only singletons, at about half of them, reproducibly", "[token_batch][ewt]") {
+  const Ewt& e = ewt();
+  TokenBatch plain, dropped, again;
+  std::size_t singletons = 0, replaced = 0;
+  // Training batches of the subset, as the experiment makes them.
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : e.subset) train.push_back(e.train[i]);
+  for (const auto& batch : length_batches(sentence_lengths(train), 1, 3)) {
+    make_token_batch(train, batch, e.vocab, e.labels, nullptr, WordDropout::none(), plain);
+    make_token_batch(train, batch, e.vocab, e.labels, nullptr, WordDropout::for_epoch(1, 3), dropped);
+    make_token_batch(train, batch, e.vocab, e.labels, nullptr, WordDropout::for_epoch(1, 3), again);
+    REQUIRE(dropped.ids == again.ids);
+    std::size_t here = 0;
+    for (Eigen::Index k = 0; k < plain.ids.size(); ++k) {
+      const int id = plain.ids.data()[k];
+      const int got = dropped.ids.data()[k];
+      if (id >= 2 && e.vocab.is_singleton(id)) {
+        ++singletons;
+        if (got == Vocabulary::kUnk) ++here;
+        else REQUIRE(got == id);
+      } else {
+        REQUIRE(got == id);  // non-singletons, pad and UNK never change
+      }
+    }
+    CHECK(dropped.dropped == here);
+    replaced += here;
+    CHECK(dropped.labels == plain.labels);
+  }
+  REQUIRE(singletons > 1000);
+  const double rate = static_cast<double>(replaced) / static_cast<double>(singletons);
+  CHECK(rate > 0.45);
+  CHECK(rate < 0.55);
+  // Another epoch redraws.
+  const auto batch = length_batches(sentence_lengths(train), 1, 3).front();
+  make_token_batch(train, batch, e.vocab, e.labels, nullptr, WordDropout::for_epoch(1, 4), again);
+  make_token_batch(train, batch, e.vocab, e.labels, nullptr, WordDropout::for_epoch(1, 3), dropped);
+  CHECK(again.ids != dropped.ids);
+}
+
+TEST_CASE("a repeated batch shape reuses the buffers", "[token_batch]") {
+  const Ewt& e = ewt();
+  const Bucketing linear = Bucketing::linear(10);
+  TokenBatch tb;
+  make_token_batch(e.dev, {0, 1, 2}, e.vocab, e.labels, &linear, WordDropout::none(), tb);
+  const auto* ids = tb.ids.data();
+  const auto* buckets = tb.buckets.data();
+  const auto* labels = tb.labels.data();
+  make_token_batch(e.dev, {2, 0, 1}, e.vocab, e.labels, &linear, WordDropout::none(), tb);
+  CHECK(tb.ids.data() == ids);
+  CHECK(tb.buckets.data() == buckets);
+  CHECK(tb.labels.data() == labels);
+}
+
+TEST_CASE("bad inputs are errors that name the argument", "[token_batch]") {
+  const Ewt& e = ewt();
+  TokenBatch tb;
+  CHECK_THROWS_WITH(make_token_batch(e.dev, {}, e.vocab, e.labels, nullptr, WordDropout::none(), tb),
+                    Catch::Contains("'indices' is empty"));
+  CHECK_THROWS_WITH(make_token_batch(e.dev, {0, 5000}, e.vocab, e.labels, nullptr, WordDropout::none(), tb),
+                    Catch::Contains("indices[1] = 5000, expected < 2001"));
+  std::vector<TaggedSentence> broken{e.dev[0]};
+  broken[0].labels.pop_back();
+  CHECK_THROWS_WITH(make_token_batch(broken, {0}, e.vocab, e.labels, nullptr, WordDropout::none(), tb),
+                    Catch::Contains("expected equal counts"));
+  CHECK_THROWS_WITH(WordDropout::for_epoch(1, 0, 1.5), Catch::Contains("p must be in [0, 1]"));
+}
+
+// The values were printed by the Python twin's functions
+// (bench/pytorch_train_reference.py: read_conllu, select_training_subset,
+// build_vocabulary, build_labels, epoch_batches, word_dropout_stream) on the
+// same files with the default data seed, N = 500, seed 1, epoch 0.
+TEST_CASE("the N = 500 recipe on EWT makes the same choices as the Python twin", "[token_batch][ewt][pins]") {
+  const Ewt& e = ewt();
+  const auto subset = select_training_subset(e.train, 500);
+  REQUIRE(subset.size() == 492);
+  CHECK(std::vector<std::size_t>(subset.begin(), subset.begin() + 8) ==
+        std::vector<std::size_t>{2308, 2958, 8647, 362, 11221, 8278, 7849, 3675});
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : subset) train.push_back(e.train[i]);
+  const auto lengths = sentence_lengths(train);
+  CHECK(std::accumulate(lengths.begin(), lengths.end(), 0) == 7682);
+
+  const Vocabulary v = Vocabulary::build(train);
+  REQUIRE(v.size() == 2416);
+  CHECK(std::vector<std::string>(v.words().begin() + 2, v.words().begin() + 12) ==
+        std::vector<std::string>{"the", ".", ",", "to", "and", "a", "of", "in", "i", "you"});
+  CHECK(std::vector<std::string>(v.words().end() - 3, v.words().end()) ==
+        std::vector<std::string>{"release", "tenn", "iroq"});  // singletons, by first appearance
+  int singletons = 0;
+  for (int id = 0; id < v.size(); ++id) singletons += v.is_singleton(id) ? 1 : 0;
+  CHECK(singletons == 1706);
+
+  REQUIRE(e.labels.size() == 36);
+  CHECK(e.labels.names().front() == "acl");
+  CHECK(e.labels.name(24) == "nmod");
+  CHECK(e.labels.names().back() == "xcomp");
+
+  const auto batches = length_batches(lengths, 1, 0);
+  REQUIRE(batches.size() == 16);
+  CHECK(batches.front() == std::vector<std::size_t>{352, 441, 58,  143, 244, 480, 62,  344, 107, 49,  294,
+                                                    21,  169, 291, 8,   221, 477, 160, 444, 278, 44,  366,
+                                                    280, 4,   153, 10,  74,  300, 474, 401, 252, 332});
+  CHECK(batches.back().back() == 110);
+  TokenBatch tb;
+  make_token_batch(train, batches.front(), v, e.labels, nullptr, WordDropout::for_epoch(1, 0), tb);
+  CHECK(tb.dropped == 33);
+}
+
+TEST_CASE("an encoded corpus batches exactly like the sentences it was made from", "[token_batch][ewt]") {
+  const Ewt& e = ewt();
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : e.subset) train.push_back(e.train[i]);
+  const Bucketing linear = Bucketing::linear(10);
+  const Bucketing directed = Bucketing::directed(4);
+  for (const Bucketing* bucketing : {static_cast<const Bucketing*>(nullptr), &linear, &directed}) {
+    const EncodedCorpus corpus(train, e.vocab, e.labels, bucketing);
+    REQUIRE(corpus.size() == train.size());
+    CHECK(corpus.lengths() == sentence_lengths(train));
+    CHECK(corpus.ignored() == e.labels.count_ignored(train));
+    CHECK((corpus.bucketing() == nullptr) == (bucketing == nullptr));
+    TokenBatch direct, encoded;
+    for (std::uint64_t epoch : {0u, 1u}) {
+      for (const auto& batch : length_batches(corpus.lengths(), 5, epoch)) {
+        const WordDropout d = WordDropout::for_epoch(5, epoch);
+        make_token_batch(train, batch, e.vocab, e.labels, bucketing, d, direct);
+        make_token_batch(corpus, batch, d, encoded);
+        REQUIRE(encoded.ids == direct.ids);
+        REQUIRE(encoded.labels == direct.labels);
+        REQUIRE(encoded.buckets == direct.buckets);
+        REQUIRE(encoded.lengths == direct.lengths);
+        REQUIRE(encoded.tokens == direct.tokens);
+        REQUIRE(encoded.dropped == direct.dropped);
+      }
+    }
+    CHECK_THROWS_WITH(make_token_batch(corpus, {0, train.size()}, WordDropout::none(), encoded),
+                      Catch::Contains("indices[1] = " + std::to_string(train.size()) + ", expected <"));
+    CHECK_THROWS_WITH(make_token_batch(corpus, {}, WordDropout::none(), encoded), Catch::Contains("'indices' is empty"));
+  }
+}

@@ -1,0 +1,63 @@
+// train_deprel's figures from run results.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "../../examples/train_deprel/figures.hpp"
+
+using namespace train_deprel;
+
+namespace {
+RunResult result(const std::string& variant, int rows, int buckets) {
+  RunResult r;
+  r.variant = variant;
+  r.train_size = 500;
+  r.seed = 2;
+  r.bias_rows = rows;
+  for (int b = 0; b < buckets; ++b) r.bucket_labels.push_back("b" + std::to_string(b));
+  for (int layer = 0; layer < 2; ++layer) {
+    std::vector<double> v;
+    for (int k = 0; k < rows * buckets; ++k) v.push_back(-0.5 * k + layer);
+    r.learned_bias.push_back(v);
+  }
+  r.dev_history = {40, 50, 55};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("learned bias: one series per layer, or per layer and head", "[figures]") {
+  const LineChart shared = learned_bias_chart(result("shared", 1, 11));
+  REQUIRE(shared.series.size() == 2);
+  CHECK(shared.series[1].name == "layer 2");
+  CHECK(shared.series[1].y[3] == -0.5 * 3 + 1);
+  CHECK(shared.x_tick_labels.size() == 11);
+  CHECK(shared.title.find("shared N=500 seed 2") != std::string::npos);
+  const LineChart heads = learned_bias_chart(result("per-head", 4, 11));
+  REQUIRE(heads.series.size() == 8);
+  CHECK(heads.series[5].name == "layer 2 head 2");
+  CHECK(heads.series[5].y[0] == -0.5 * 11 + 1);  // row 1 starts at value 11
+  RunResult bad = result("shared", 1, 11);
+  bad.learned_bias[1].pop_back();
+  CHECK_THROWS_WITH(learned_bias_chart(bad), Catch::Contains("layer 1 has 10 values, expected bias_rows * buckets = 1 * 11"));
+}
+
+TEST_CASE("learning curves: one series per run, epochs from 1", "[figures]") {
+  RunResult a = result("none", 1, 0), b = result("shared", 1, 11);
+  b.bias_lr_mult = 10;
+  const LineChart c = learning_curves_chart({a, b}, "curves");
+  REQUIRE(c.series.size() == 2);
+  CHECK(c.series[1].name == "shared x10 N=500 seed 2");
+  CHECK(c.series[0].x == std::vector<double>{1, 2, 3});
+  CHECK(c.series[0].y == std::vector<double>{40, 50, 55});
+  CHECK(render_line_chart(c).find("data-name=\"shared x10 N=500 seed 2\"") != std::string::npos);
+}
+
+TEST_CASE("directed heat map: bucket u*(M+1)+d at row u, column d", "[figures]") {
+  const HeatMap h = directed_heat_map(result("directed", 1, 25), 1);
+  REQUIRE(h.values.size() == 5);
+  CHECK(h.values[2][3] == -0.5 * 13 + 1);
+  CHECK(h.row_labels.back() == "4+");
+  CHECK(render_heat_map(h).find("</svg>") != std::string::npos);
+  CHECK_THROWS_WITH(directed_heat_map(result("directed", 1, 25), 2), Catch::Contains("layer 2 out of range [0, 2)"));
+  CHECK_THROWS_WITH(directed_heat_map(result("shared", 1, 11), 0), Catch::Contains("expected one row of (M+1)^2"));
+}

@@ -1,0 +1,77 @@
+// train_deprel's run results: JSON lines round trip and the Markdown table.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "../../examples/train_deprel/results.hpp"
+
+using namespace train_deprel;
+
+namespace {
+RunResult run(const std::string& variant, int n, int seed, double acc, double mult = 1.0) {
+  RunResult r;
+  r.variant = variant;
+  r.train_size = n;
+  r.train_sentences = n - 8;
+  r.seed = seed;
+  r.bias_lr_mult = mult;
+  r.best_dev_accuracy = acc;
+  r.best_epoch = 3;
+  r.epochs_run = 5;
+  r.train_seconds = 12.5;
+  r.train_tokens_per_second = 40000;
+  r.dev_history = {50, 60, acc, acc - 1, acc - 2};
+  r.learned_bias = {{0.5, -0.25}, {0.125, 0}};
+  r.bucket_labels = {"0", "1+"};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a run result has exactly the contract's keys and round-trips through JSON lines", "[results]") {
+  const RunResult r = run("shared", 500, 2, 70.5, 10);
+  const nlohmann::json j = to_json(r);
+  for (const char* key : {"variant", "train_sentences", "seed", "bias_lr_mult", "table_init", "best_dev_accuracy",
+                          "best_epoch", "epochs_run", "train_seconds", "train_tokens_per_second", "dev_history",
+                          "learned_bias", "bucket_labels", "train_size", "bias_rows"})
+    CHECK(j.contains(key));
+  CHECK(j.size() == 15);
+  CHECK(j["learned_bias"][0][1] == -0.25);
+
+  const std::string path = "test_results_runs.jsonl";
+  std::remove(path.c_str());
+  append_json_line(path, r);
+  append_json_line(path, run("none", 500, 1, 65.0));
+  const auto back = read_json_lines(path);
+  REQUIRE(back.size() == 2);
+  CHECK(to_json(back[0]) == j);
+  CHECK(back[1].variant == "none");
+  {
+    std::ofstream bad(path, std::ios::app);
+    bad << "\n{\"variant\": \"x\"}\n";
+  }
+  CHECK_THROWS_WITH(read_json_lines(path), Catch::Contains("test_results_runs.jsonl:4: run result: key 'train_size' is missing"));
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(read_json_lines("/nonexistent/r.jsonl"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("mean and sample standard deviation", "[results]") {
+  const MeanStd m = mean_std({1, 2, 3, 4});
+  CHECK(m.mean == Approx(2.5).epsilon(1e-12));
+  CHECK(m.std == Approx(std::sqrt(5.0 / 3.0)).epsilon(1e-12));
+  CHECK(mean_std({7}).std == 0.0);
+  CHECK(mean_std({}).count == 0);
+}
+
+TEST_CASE("the Markdown table: variants by N, mean ± std over seeds, gain over none", "[results]") {
+  const std::vector<RunResult> runs{run("none", 500, 1, 60), run("none", 500, 2, 62), run("shared", 500, 1, 64),
+                                    run("shared", 500, 2, 66), run("none", 2000, 1, 70), run("shared", 2000, 1, 71),
+                                    run("shared", 500, 1, 67, 10)};
+  const std::string t = markdown_results_table(runs);
+  INFO(t);
+  CHECK(t.find("| variant | N = 500 | N = 2000 | gain over none |\n|---|---|---|---|\n") == 0);
+  CHECK(t.find("| none | 61.00 ± 1.41 (n=2) | 70.00 ± 0.00 (n=1) | — / — |") != std::string::npos);
+  CHECK(t.find("| shared | 65.00 ± 1.41 (n=2) | 71.00 ± 0.00 (n=1) | +4.00 / +1.00 |") != std::string::npos);
+  CHECK(t.find("| shared (bias lr x10) | 67.00 ± 0.00 (n=1) | — | +6.00 / — |") != std::string::npos);
+}
