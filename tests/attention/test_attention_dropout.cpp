@@ -345,3 +345,77 @@ TEST_CASE("invalid dropout probabilities throw synattn::Error naming the option"
   o.dropout = 0.999;
   CHECK_NOTHROW(o.validate());
 }
+
+TEST_CASE("every dropout overload draws the same mask", "[attention][dropout]") {
+  std::mt19937 rng(21);
+  const RandomStream stream(8);
+  SECTION("self-attention: out form and returning form") {
+    Layer layer(base_options());
+    synattn_test::randomise(layer, rng);
+    const Batch t = make_batch(layer, false, rng);
+    Layer::Cache c;
+    const MatrixD ret = layer.forward(t.xq, t.lq, t.buckets, c, stream);
+    MatrixD out(ret.rows(), ret.cols());
+    layer.forward(t.xq, t.lq, t.buckets, c, out, stream);
+    CHECK(same_bits(ret, out));
+  }
+  SECTION("cross-attention: out form and returning form") {
+    AttentionOptions o = base_options();
+    o.memory_size = 5;
+    Layer layer(o);
+    synattn_test::randomise(layer, rng);
+    const Batch t = make_batch(layer, true, rng);
+    Layer::Cache c;
+    const MatrixD ret = layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, c, stream);
+    MatrixD out(ret.rows(), ret.cols());
+    layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, c, out, stream);
+    CHECK(same_bits(ret, out));
+  }
+  SECTION("no syntax bias: the form without buckets") {
+    AttentionOptions o = base_options();
+    o.syntax_bias = false;
+    Layer layer(o);
+    synattn_test::randomise(layer, rng);
+    const Batch t = make_batch(layer, false, rng);
+    Layer::Cache c;
+    const MatrixD a = layer.forward(t.xq, t.lq, c, stream);
+    const MatrixD b = layer.forward(t.xq, t.lq, BucketBlock(), c, stream);
+    CHECK(same_bits(a, b));
+    const auto ref = synattn_test::naive_attention(layer, t.xq, t.lq, t.xq, t.lkv, t.buckets, &stream);
+    CHECK((a - ref.out).cwiseAbs().maxCoeff() < 1e-12);
+  }
+}
+
+TEST_CASE("float dropout forward and backward follow double under the same mask", "[attention][dropout][float]") {
+  const bool cross = GENERATE(false, true);
+  AttentionOptions o = base_options();
+  o.talking_heads_post = cross;  // the dropped mixed probabilities too
+  Layer layer(o);
+  synattn::SyntaxBiasedAttention<float> layer_f(o);
+  std::mt19937 rng(63);
+  synattn_test::randomise(layer, rng);
+  layer_f.parameters() = layer.parameters().cast<float>();
+  layer.parameters() = layer_f.parameters().cast<double>();  // the same (float-representable) values
+  Batch t = make_batch(layer, cross, rng);
+  using MatrixF = synattn::SyntaxBiasedAttention<float>::Matrix;
+  t.xq = t.xq.cast<float>().cast<double>();
+  t.xkv = t.xkv.cast<float>().cast<double>();
+  const MatrixF xq = t.xq.cast<float>(), xkv = t.xkv.cast<float>(), G = t.G.cast<float>();
+  const RandomStream stream(77);
+  const Grads d = run_backward(layer, t, cross, &stream);
+  synattn::AttentionCache<float> c;
+  MatrixF dx(xq.rows(), xq.cols()), dmem(xkv.rows(), xkv.cols());
+  MatrixF out;
+  if (cross) {
+    out = layer_f.forward_cross(xq, t.lq, xkv, t.lkv, t.buckets, c, stream);
+    layer_f.backward_cross(c, G, dx, dmem);
+    CHECK((dmem.cast<double>() - d.dmem).cwiseAbs().maxCoeff() < 1e-4);
+  } else {
+    out = layer_f.forward(xq, t.lq, t.buckets, c, stream);
+    layer_f.backward(c, G, dx);
+  }
+  INFO("cross " << cross);
+  CHECK((out.cast<double>() - d.out).cwiseAbs().maxCoeff() < 1e-4);
+  CHECK((dx.cast<double>() - d.dx).cwiseAbs().maxCoeff() < 1e-4);
+  CHECK((layer_f.gradients().cast<double>().transpose() - d.params).cwiseAbs().maxCoeff() < 1e-3);
+}

@@ -523,7 +523,7 @@ typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::in
 // The forward pass proper, on validated inputs. Phases:
 //   1. projections over all tokens (fixed row blocks),
 //   2. per (sequence, head): scores, [pre-mix per sequence], bias + mask +
-//      softmax, [post-mix per sequence], P V,
+//      softmax, [post-mix per sequence], [dropout], P V,
 //   3. output projection.
 // Without talking heads phase 2 is one task per (sequence, head, row block),
 // so each score block is produced, normalised and consumed while in cache.
@@ -783,6 +783,7 @@ void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Re
 //   1. dctx = G Wo, dWo += G^T ctx, dbo += colsum G
 //   2. per (sequence, head), reversing phase 2 of the forward:
 //        dP~ = dctx V^T, dV = P~^T dctx          (P~: post-mixed P, or P)
+//        [dropout] P' = P~ * M/(1-p) redrawn: dV = P'^T dctx, dP~ = (dctx V^T) * M/(1-p)
 //        [post] dMpost += dP~ P^T, dP = Mpost^T dP~    (per sequence)
 //        dS = P * (dP - rowsum(dP * P)), bucket histogram of dS
 //        [pre]  dMpre += dS R^T, dR = Mpre^T dS          (per sequence)
