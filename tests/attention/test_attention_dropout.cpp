@@ -419,3 +419,40 @@ TEST_CASE("float dropout forward and backward follow double under the same mask"
   CHECK((dx.cast<double>() - d.dx).cwiseAbs().maxCoeff() < 1e-4);
   CHECK((layer_f.gradients().cast<double>().transpose() - d.params).cwiseAbs().maxCoeff() < 1e-3);
 }
+
+TEST_CASE("dropout across forward row blocks: naive reference and input gradient", "[attention][dropout][gradcheck]") {
+  // n = 260 in double: a 260 x 260 block is over kScoreBlockBytes, so forward
+  // and backward walk the query rows in two blocks (240 + 20) and the second
+  // block's counters start at row 240.
+  AttentionOptions o(4, 1);
+  o.bias.bucketing = Bucketing::linear(4);
+  o.dropout = 0.4;
+  Layer layer(o);
+  std::mt19937 rng(260);
+  synattn_test::randomise(layer, rng);
+  const int n = 260;
+  REQUIRE(synattn::attention_detail::score_block_rows<double>(n, n) < n);
+  Batch t;
+  t.lq = t.lkv = {n - 3};
+  t.nq = t.nkv = n;
+  t.B = 1;
+  t.xq = synattn_test::random_matrix(n, 4, rng);
+  t.buckets = synattn_test::random_buckets(t.lq, t.lkv, n, n, layer.num_buckets(), rng);
+  t.G = synattn_test::random_matrix(n, 4, rng);
+  const RandomStream stream(6);
+  const Grads g = run_backward(layer, t, false, &stream);
+  const auto ref = synattn_test::naive_attention(layer, t.xq, t.lq, t.xq, t.lkv, t.buckets, &stream);
+  CHECK((g.out - ref.out).cwiseAbs().maxCoeff() < 1e-12);
+  // Every parameter (about 100 entries; dx would take 2 x 1040 forwards):
+  // Wq and Wk see dQ / dK summed over both row blocks, Wv sees dV.
+  auto loss = [&]() {
+    Layer::Cache c;
+    return (run_forward(layer, t, false, c, &stream).array() * t.G.array()).sum();
+  };
+  for (const auto& p : layer.parameter_infos()) {
+    const MatrixD analytic = Eigen::Map<const MatrixD>(g.params.data() + p.offset, p.rows, p.cols);
+    const auto r = synattn_test::check_gradient(p.name, layer.parameter(p.name), analytic, loss);
+    INFO(r.describe());
+    CHECK(r.passes(kRelTol, kAbsTol));
+  }
+}
