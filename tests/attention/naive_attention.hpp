@@ -25,10 +25,15 @@ struct NaiveResult {
   MatrixD probs;  // (batch * heads * n_q, n_kv), softmax output before post-mixing
 };
 
-// Parameters are read from `layer` by name (any scalar type).
+// Parameters are read from `layer` by name (any scalar type). With
+// `dropout` (and options().dropout = p > 0) the final attention weights
+// (after post-mixing) are dropped explicitly: weight (b, a, i, j) is kept iff
+// dropout->keep(((b * heads + a) * n_q + i) * n_kv + j, drop_threshold(p)) and
+// then divided by 1 - p.
 template <class Layer>
 NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::vector<int>& lq, const MatrixD& xkv,
-                            const std::vector<int>& lkv, const BucketBlock& buckets) {
+                            const std::vector<int>& lkv, const BucketBlock& buckets,
+                            const synattn::RandomStream* dropout = nullptr) {
   const synattn::AttentionOptions& o = layer.options();
   const int H = o.heads, dk = layer.key_size(), dv = layer.value_size();
   const int B = static_cast<int>(lq.size());
@@ -94,6 +99,15 @@ NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::ve
       r.probs.block((static_cast<Eigen::Index>(b) * H + a) * nq, 0, nq, nkv) = prob[static_cast<std::size_t>(a)];
       MatrixD mixed = MatrixD::Zero(nq, nkv);
       for (int c = 0; c < H; ++c) mixed += post(a, c) * prob[static_cast<std::size_t>(c)];
+      if (dropout && o.dropout > 0) {
+        const std::uint32_t threshold = synattn::drop_threshold(o.dropout);
+        for (int i = 0; i < nq; ++i)
+          for (int j = 0; j < nkv; ++j) {
+            const std::uint64_t counter =
+                ((static_cast<std::uint64_t>(b) * H + a) * nq + i) * static_cast<std::uint64_t>(nkv) + j;
+            mixed(i, j) = dropout->keep(counter, threshold) ? mixed(i, j) / (1.0 - o.dropout) : 0.0;
+          }
+      }
       for (int i = 0; i < nq; ++i)
         for (int j = 0; j < nkv; ++j)
           for (int e = 0; e < dv; ++e) ctx(i, a * dv + e) += mixed(i, j) * v(j, a * dv + e);

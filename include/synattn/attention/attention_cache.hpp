@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../matrix.hpp"
+#include "../util/random.hpp"
 
 namespace synattn {
 
@@ -37,16 +38,22 @@ class AttentionCache {
   // The attention probabilities P = softmax(scores), (batch * heads * n_q,
   // n_kv): block (b, head) is rows [(b * heads + head) * n_q, ... + n_q).
   // Zero at masked keys and on rows with no visible key. With post-mixing
-  // talking heads this is the softmax output before the mixing.
+  // talking heads this is the softmax output before the mixing. Always the
+  // probabilities before dropout: the dropped ones are never stored.
   const Matrix& probabilities() const noexcept { return probs_; }
   Eigen::Map<const Matrix> probabilities(Index b, int head) const {
     return Eigen::Map<const Matrix>(probs_.data() + ((b * heads_ + head) * n_q_) * n_kv_, n_q_, n_kv_);
   }
   // The probabilities after post-mixing (talking heads), same layout; empty
-  // when the layer does not post-mix.
+  // when the layer does not post-mix. Before dropout, like probabilities().
   const Matrix& mixed_probabilities() const noexcept { return mixed_; }
   // Per-token concatenation of the heads' outputs, (batch * n_q, heads * dv).
+  // With dropout this is P' V, the context of the dropped probabilities.
   const Matrix& context() const noexcept { return ctx_; }
+  // True when the last forward pass dropped probabilities (a forward with a
+  // RandomStream on a layer with options.dropout > 0); backward() then draws
+  // the same mask again from the stream kept here.
+  bool dropout_applied() const noexcept { return dropout_; }
 
  private:
   friend class SyntaxBiasedAttention<Scalar>;
@@ -57,6 +64,12 @@ class AttentionCache {
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
   int heads_ = 0;
   std::vector<int> lengths_q_, lengths_kv_;
+
+  // Dropout of the last forward pass: the mask is redrawn, never stored.
+  bool dropout_ = false;
+  RandomStream dropout_stream_;
+  std::uint32_t drop_threshold_ = 0;  // drop_threshold(options.dropout)
+  Scalar keep_scale_ = 1;             // 1 / (1 - options.dropout)
 
   // Forward state.
   Matrix x_q_;                           // (batch * n_q, d_model)
@@ -69,6 +82,7 @@ class AttentionCache {
   Matrix ctx_;                           // (batch * n_q, h*dv)
   RowMajorMatrix<std::int8_t> buckets_;  // (batch * n_q, n_kv) when the layer has a syntax bias
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
+  Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only
   std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:
                                          // 1 / softmax row sums (forward), <p, dp> (backward)
 

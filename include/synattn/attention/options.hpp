@@ -39,6 +39,13 @@ struct AttentionOptions {
   bool talking_heads_pre = false;
   bool talking_heads_post = false;
 
+  // Dropout on the attention probabilities before they multiply V (PyTorch's
+  // nn.MultiheadAttention `dropout`), in [0, 1). Applied only by the forward
+  // overloads that take a RandomStream (training); the others, infer() and
+  // infer_cross() never drop. Kept weights are scaled by 1 / (1 - dropout);
+  // with post-mixing talking heads the mixed probabilities are dropped.
+  double dropout = 0.0;
+
   // Check inputs and upstream gradients for NaN/inf (one read of each; cheap
   // next to the products) and throw naming the offending element.
   bool check_finite = true;
@@ -64,6 +71,9 @@ struct AttentionOptions {
                   "; set key_size and value_size explicitly");
     if (resolved_key_size() < 1 || resolved_value_size() < 1)
       throw Error(w + "key_size and value_size must be >= 1 (d_model / heads is 0)");
+    // Negated test: also rejects NaN.
+    if (!(dropout >= 0.0 && dropout < 1.0))
+      throw Error(w + "dropout must be a probability in [0, 1), got " + std::to_string(dropout));
     if (syntax_bias) bias.validate("AttentionOptions.bias");
   }
 };

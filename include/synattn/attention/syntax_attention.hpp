@@ -11,6 +11,17 @@
 // bucket, -1 masking the pair. Parameters follow PyTorch's nn.Linear layout
 // (y = x W^T + b), so weights exported from PyTorch load unchanged.
 //
+// Attention dropout (options.dropout = p > 0): the forward overloads taking a
+// RandomStream as their last argument drop each probability of the softmax
+// (after post-mixing with talking heads, like PyTorch drops its final
+// attention weights) with probability p and scale the kept ones by 1/(1 - p):
+// ctx = P' V with P' = P * M / (1 - p). Element (b, head, i, j) is kept iff
+// stream.keep(((b * heads + head) * n_q + i) * n_kv + j, drop_threshold(p)).
+// The mask is never stored: backward() draws it again from the stream kept in
+// the cache, so it does not depend on threads or scheduling. The overloads
+// without a stream, infer() and infer_cross() are eval mode (no dropout); so
+// is p = 0, bit for bit.
+//
 // forward() is const and writes everything backward() needs into a caller's
 // AttentionCache, so one layer can serve concurrent batches. backward() adds
 // the parameter gradients into the layer's gradient buffer (or a caller's, for
@@ -35,6 +46,7 @@
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/parameters.hpp"
+#include "../util/random.hpp"
 #include "attention_cache.hpp"
 #include "options.hpp"
 
@@ -79,6 +91,15 @@ class SyntaxBiasedAttention {
                  const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
   // Without a bucket block (a layer built with syntax_bias = false).
   Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache) const;
+  // Training forward with attention dropout drawn from `dropout_stream` (see
+  // the file comment); the stream is ignored when options().dropout == 0.
+  void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+               const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
+               const RandomStream& dropout_stream) const;
+  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, const RandomStream& dropout_stream) const;
+  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache,
+                 const RandomStream& dropout_stream) const;
 
   // Inference: the same output as forward(), without keeping anything for a
   // backward pass (no probabilities stored, no copies of x or buckets), so it
@@ -112,6 +133,15 @@ class SyntaxBiasedAttention {
   Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
                        const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
                        const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
+  // With attention dropout drawn from `dropout_stream` (see forward()).
+  void forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
+                     const RandomStream& dropout_stream) const;
+  Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                       const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                       const RandomStream& dropout_stream) const;
   // Inference for cross-attention (see infer()).
   void infer_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
                    const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
@@ -209,6 +239,16 @@ class SyntaxBiasedAttention {
                           Index& n_kv) const;
   void prepare_cache(Cache& cache, bool cross, bool training, Index batch, Index n_q, Index n_kv,
                      const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
+  // Training forward passes; `dropout_stream` null: no dropout.
+  void forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                    const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
+                    const RandomStream* dropout_stream) const;
+  void forward_cross_impl(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
+                          const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
+                          const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
+                          const RandomStream* dropout_stream) const;
+  // Arms (or disarms) the cache's dropout for the next forward_core().
+  void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
   // x_kv is null for self-attention; `training` keeps P for backward().
   void forward_core(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
                     const Eigen::Ref<const BucketBlock>& buckets, bool training, Eigen::Ref<Matrix> out) const;

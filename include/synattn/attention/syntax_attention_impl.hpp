@@ -16,6 +16,7 @@
 
 #include "../util/parallel.hpp"
 #include "../kernels/attention_rows.hpp"
+#include "../kernels/dropout_rows.hpp"
 #include "../kernels/linear_small.hpp"
 
 namespace synattn {
@@ -316,6 +317,7 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, bool tra
   c.heads_ = options_.heads;
   c.lengths_q_ = lengths_q;
   c.lengths_kv_ = lengths_kv;
+  c.dropout_ = false;  // armed by set_dropout() for a training forward with a stream
   c.qkv_.resize(batch * n_q, cross ? h * dk_ : h * (2 * dk_ + dv_));
   if (cross)
     c.kv_.resize(batch * n_kv, h * (dk_ + dv_));
@@ -341,17 +343,60 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, bool cross, bool tra
 }
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                                            const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                            Eigen::Ref<Matrix> out) const {
+void SyntaxBiasedAttention<Scalar>::set_dropout(Cache& c, const RandomStream* dropout_stream) const {
+  c.dropout_ = dropout_stream != nullptr && options_.dropout > 0.0;
+  if (!c.dropout_) return;
+  c.dropout_stream_ = *dropout_stream;
+  c.drop_threshold_ = drop_threshold(options_.dropout);
+  // One division here, so the mask passes only multiply.
+  c.keep_scale_ = static_cast<Scalar>(1.0 / (1.0 - options_.dropout));
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                                                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                                                 Eigen::Ref<Matrix> out, const RandomStream* dropout_stream) const {
   const char* fn = "SyntaxBiasedAttention::forward";
   const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
   const Index batch = static_cast<Index>(lengths.size());
   prepare_cache(cache, false, true, batch, n, n, lengths, lengths);
+  set_dropout(cache, dropout_stream);
   cache.x_q_ = x;  // dW{q,k,v} need x in backward()
   if (options_.syntax_bias) cache.buckets_ = buckets;
   forward_core(cache, x, nullptr, buckets, true, out);
   cache.filled_ = true;
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                                            const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                                            Eigen::Ref<Matrix> out) const {
+  forward_self(x, lengths, buckets, cache, out, nullptr);
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                                            const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                                            Eigen::Ref<Matrix> out, const RandomStream& dropout_stream) const {
+  forward_self(x, lengths, buckets, cache, out, &dropout_stream);
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(
+    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, const Eigen::Ref<const BucketBlock>& buckets,
+    Cache& cache, const RandomStream& dropout_stream) const {
+  Matrix out(x.rows(), options_.d_model);
+  forward_self(x, lengths, buckets, cache, out, &dropout_stream);
+  return out;
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(
+    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache,
+    const RandomStream& dropout_stream) const {
+  if (options_.syntax_bias)
+    throw Error("SyntaxBiasedAttention::forward: the layer has a syntax bias; pass the bucket block");
+  return forward(x, lengths, BucketBlock(), cache, dropout_stream);
 }
 
 template <class Scalar>
@@ -399,10 +444,42 @@ void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>
                                                   const std::vector<int>& lengths_kv,
                                                   const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
                                                   Eigen::Ref<Matrix> out) const {
+  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, nullptr);
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>& x_q,
+                                                  const std::vector<int>& lengths_q,
+                                                  const Eigen::Ref<const Matrix>& memory,
+                                                  const std::vector<int>& lengths_kv,
+                                                  const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                                                  Eigen::Ref<Matrix> out, const RandomStream& dropout_stream) const {
+  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, &dropout_stream);
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward_cross(
+    const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q, const Eigen::Ref<const Matrix>& memory,
+    const std::vector<int>& lengths_kv, const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+    const RandomStream& dropout_stream) const {
+  Matrix out(x_q.rows(), options_.d_model);
+  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, &dropout_stream);
+  return out;
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward_cross_impl(const Eigen::Ref<const Matrix>& x_q,
+                                                       const std::vector<int>& lengths_q,
+                                                       const Eigen::Ref<const Matrix>& memory,
+                                                       const std::vector<int>& lengths_kv,
+                                                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
+                                                       Eigen::Ref<Matrix> out,
+                                                       const RandomStream* dropout_stream) const {
   const char* fn = "SyntaxBiasedAttention::forward_cross";
   Index n_q = 0, n_kv = 0;
   check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
   prepare_cache(cache, true, true, static_cast<Index>(lengths_q.size()), n_q, n_kv, lengths_q, lengths_kv);
+  set_dropout(cache, dropout_stream);
   cache.x_q_ = x_q;
   cache.x_kv_ = memory;
   if (options_.syntax_bias) cache.buckets_ = buckets;
@@ -446,7 +523,7 @@ typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::in
 // The forward pass proper, on validated inputs. Phases:
 //   1. projections over all tokens (fixed row blocks),
 //   2. per (sequence, head): scores, [pre-mix per sequence], bias + mask +
-//      softmax, [post-mix per sequence], P V,
+//      softmax, [post-mix per sequence], [dropout], P V,
 //   3. output projection.
 // Without talking heads phase 2 is one task per (sequence, head, row block),
 // so each score block is produced, normalised and consumed while in cache.
@@ -547,6 +624,17 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
     }
     C.bottomRows(m - v).setZero();
   };
+  // Dropout of query rows [r0, r0 + m) of block `task` = (b, a): dst = src *
+  // M / (1 - p) on the valid (v, lk) corner, the only part context() reads
+  // (both (m, n_kv) with leading dimension n_kv; dst may be src). Counters
+  // are the element's index in the probabilities' layout.
+  const bool drop = c.dropout_;
+  const auto dropout = [&](Scalar* dst, const Scalar* src, Index task, Index r0, Index m) {
+    const Index b = task / H;
+    const std::uint64_t first = static_cast<std::uint64_t>((task * nq + r0) * nkv);
+    kernels::dropout_rows<Scalar>(dst, nkv, src, nkv, valid_rows(b, r0, m), lk_of(b), c.dropout_stream_, first,
+                                  static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);
+  };
   // dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv): every head's block of
   // sequence b mixed by M.
   const auto mix = [&](const Matrix& src, Matrix& dst, int id, Index b) {
@@ -588,10 +676,22 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
       Scalar* inv = c.inv_sum_.data() + Index(thread) * rows;
       scores(S, b, a, r0);
       numerators(S, b, a, r0, inv);
-      context(S, b, a, r0, inv);
-      if (training) {
-        kernels::scale_rows<Scalar>(at(c.probs_, task).middleRows(r0, m).data(), nkv, S.data(), nkv, m, nkv, inv,
-                                    stream_probs);
+      if (!drop) {
+        context(S, b, a, r0, inv);
+        if (training) {
+          kernels::scale_rows<Scalar>(at(c.probs_, task).middleRows(r0, m).data(), nkv, S.data(), nkv, m, nkv,
+                                      inv, stream_probs);
+        }
+      } else {
+        // P is kept before dropout (backward redraws the mask), so it is
+        // copied out first; the mask then goes on the numerators in place and
+        // ctx = (e * M / (1 - p)) V / rowsum(e) = P' V.
+        if (training) {
+          kernels::scale_rows<Scalar>(at(c.probs_, task).middleRows(r0, m).data(), nkv, S.data(), nkv, m, nkv,
+                                      inv, stream_probs);
+        }
+        dropout(S.data(), S.data(), task, r0, m);
+        context(S, b, a, r0, inv);
       }
     });
   } else {
@@ -609,9 +709,22 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
       for (Index i = 0; i < nq; ++i) P.row(i) *= inv[i];
     });
     if (post) parallel_for(B, block * H, [&](Index b) { mix(c.probs_, c.mixed_, id_.post, b); });
-    parallel_for(tasks, block * double(dv), [&](Index t) {
-      context(at(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0, nullptr);
-    });
+    Matrix& final_probs = post ? c.mixed_ : c.probs_;
+    if (!drop) {
+      parallel_for(tasks, block * double(dv), [&](Index t) {
+        context(at(final_probs, t), t / H, static_cast<int>(t % H), 0, nullptr);
+      });
+    } else {
+      // Dropout after the mixing (PyTorch drops the final attention weights),
+      // into a per-thread block so the cache keeps the undropped P (and mixed P).
+      const double work = block * double(dv);
+      c.dropped_.resize(team_size(work) * nq, nkv);
+      parallel_for_threads(tasks, work, [&](Index t, int thread) {
+        BlockMap D(c.dropped_.data() + Index(thread) * nq * nkv, nq, nkv);
+        dropout(D.data(), at(final_probs, t).data(), t, 0, nq);
+        context(D, t / H, static_cast<int>(t % H), 0, nullptr);
+      });
+    }
   }
 
   // ---- 3. Output projection: out (B*n_q, d) = ctx (B*n_q, h*dv) Wo^T + bo ----
@@ -670,6 +783,7 @@ void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Re
 //   1. dctx = G Wo, dWo += G^T ctx, dbo += colsum G
 //   2. per (sequence, head), reversing phase 2 of the forward:
 //        dP~ = dctx V^T, dV = P~^T dctx          (P~: post-mixed P, or P)
+//        [dropout] P' = P~ * M/(1-p) redrawn: dV = P'^T dctx, dP~ = (dctx V^T) * M/(1-p)
 //        [post] dMpost += dP~ P^T, dP = Mpost^T dP~    (per sequence)
 //        dS = P * (dP - rowsum(dP * P)), bucket histogram of dS
 //        [pre]  dMpre += dS R^T, dR = Mpre^T dS          (per sequence)
@@ -739,17 +853,33 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   // dP~ rows [r0, r0 + m) (m, n_kv) = dctx V^T on the valid corner (0
   // elsewhere); dV (n_kv, dv) (+)= P~[r0:r0+m]^T dctx[r0:r0+m], added when
   // `accumulate` (a later row block).
-  const auto context_backward = [&](BlockMap dP, ConstBlockMap P, Index b, int a, Index r0, bool accumulate) {
+  //
+  // With dropout (`dropped`: an (m, n_kv) scratch block, else null) the
+  // forward used P' = P~ * M / (1 - p), so dV uses P' (redrawn into
+  // `dropped`) and dP' = dctx V^T goes back through the mask:
+  // dP~ = dP' * M / (1 - p), in place.
+  const bool drop = c.dropout_;
+  const auto context_backward = [&](BlockMap dP, ConstBlockMap P, Index b, int a, Index r0, bool accumulate,
+                                    Scalar* dropped) {
     const Index m = dP.rows(), v = std::max<Index>(0, std::min<Index>(m, lq_of(b) - r0)), lk = lk_of(b);
     const auto dC = c.dctx_.block(b * nq + r0, a * dv, v, dv);   // (v, dv)
     const auto V = kvsrc.block(b * nkv, v_off + a * dv, lk, dv);  // (lk, dv)
     auto dV = dkvsrc.block(b * nkv, v_off + a * dv, nkv, dv);     // (n_kv, dv)
     if (v > 0 && lk > 0) {
-      dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk)
+      dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk): dP', or dP~ without dropout
+      if (dropped) {
+        // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
+        const std::uint64_t first = static_cast<std::uint64_t>(((b * H + a) * nq + r0) * nkv);
+        kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, c.dropout_stream_, first,
+                                      static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);  // P' (v, lk)
+        kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, c.dropout_stream_, first,
+                                      static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);  // dP~ (v, lk)
+      }
+      const ConstBlockMap Pd(dropped ? dropped : P.data(), m, nkv);  // (m, n_kv): the P that multiplied V
       if (accumulate)
-        dV.topRows(lk).noalias() += P.topLeftCorner(v, lk).transpose() * dC;  // (lk, dv)
+        dV.topRows(lk).noalias() += Pd.topLeftCorner(v, lk).transpose() * dC;  // (lk, dv)
       else
-        dV.topRows(lk).noalias() = P.topLeftCorner(v, lk).transpose() * dC;
+        dV.topRows(lk).noalias() = Pd.topLeftCorner(v, lk).transpose() * dC;
     } else if (!accumulate) {
       dV.topRows(lk).setZero();
     }
@@ -819,6 +949,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     c.scratch_.resize(team * rows, nkv);
     c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
     c.dscore_.resize(0, 0);
+    if (drop) c.dropped_.resize(team * rows, nkv);
     parallel_for_threads(tasks, work, [&](Index t, int thread) {
       const Index b = t / H;
       const int a = static_cast<int>(t % H);
@@ -828,9 +959,13 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
         const Index m = std::min(rows, nq - r0);
         BlockMap dS(c.scratch_.data() + Index(thread) * rows * nkv, m, nkv);
         const bool later = r0 > 0;
-        context_backward(dS, ConstBlockMap(cat(c.probs_, t).middleRows(r0, m).data(), m, nkv), b, a, r0, later);
+        context_backward(dS, ConstBlockMap(cat(c.probs_, t).middleRows(r0, m).data(), m, nkv), b, a, r0, later,
+                         drop ? c.dropped_.data() + Index(thread) * rows * nkv : nullptr);
         // <p_i, dp_i> = <dctx_i, ctx_i> since ctx_i = sum_j p_ij v_j and
         // dp_ij = <dctx_i, v_j>: dv products per row instead of n_kv.
+        // Dropout keeps it: with m_ij = M_ij / (1 - p), dp_ij = m_ij
+        // <dctx_i, v_j> and sum_j p_ij m_ij v_j = ctx_i (= P' V), so
+        // sum_j p_ij dp_ij = <dctx_i, ctx_i> still.
         Scalar* dots = c.inv_sum_.data() + Index(thread) * rows;
         const Index v = std::max<Index>(0, std::min<Index>(m, lq - r0));
         for (Index i = 0; i < v; ++i)
@@ -847,9 +982,11 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     // dscore_ <- dP~; [post] dscore2_ <- dP; dS in the buffer holding dP;
     // [pre] dR into the other buffer.
     c.dscore_.resize(c.probs_.rows(), nkv);
-    parallel_for(tasks, block * double(2 * dv), [&](Index t) {
+    const double context_work = block * double(2 * dv);
+    if (drop) c.dropped_.resize(team_size(context_work) * nq, nkv);
+    parallel_for_threads(tasks, context_work, [&](Index t, int thread) {
       context_backward(at(c.dscore_, t), cat(post ? c.mixed_ : c.probs_, t), t / H, static_cast<int>(t % H), 0,
-                       false);
+                       false, drop ? c.dropped_.data() + Index(thread) * nq * nkv : nullptr);
     });
     Matrix* dP = &c.dscore_;
     if (post) {
