@@ -108,9 +108,9 @@ inline bool trees_are_contiguous(const DependencyTree& tree) {
 
 // Row update for a sentence span [lo, hi) of a packed forest whose row
 // already holds `cross` everywhere else: dst = src + 1 (saturating on deep
-// trees) in whole
-// 16-element chunks (one vector instruction each; a loop over a 20-word span
-// would be mostly scalar tail), which may run past hi but not past n. The
+// trees) in whole 16-element chunks (one vector instruction each; a loop
+// over a 20-word span would be mostly scalar tail), which may run past hi
+// but not past n. The
 // cells past hi belong to other sentences, so one 16-element store of
 // `cross` at hi puts them back.
 template <class W, bool Saturating>
