@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::ifstream in(args.file, std::ios::binary);
-    if (!in) throw synattn::ParseError(args.file, 0, "cannot open file");
+    // Names a directory as such (an ifstream opens one and then fails to read).
+    std::ifstream in = synattn::open_conllu_file(args.file);
     synattn::ConlluReader reader(in, args.file);
     synattn::ConlluSentence sentence;
     synattn::DistanceHistogram hist;

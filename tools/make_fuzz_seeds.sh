@@ -53,10 +53,19 @@ variant form-empty   '$1 == "2" { $2 = "" } { print }'
 variant mwt-bad      '$1 == "2" { print "2-x\tthe\t_\t_\t_\t_\t_\t_\t_\t_" } { print }'
 variant mwt-only     '/^#/ { print; next } /^$/ { print; next } NR == 5 { print "1-2\tFrom\t_\t_\t_\t_\t_\t_\t_\t_" }'
 variant empty-node   '{ print } $1 == "4" { print "4.1\tcame\tcome\tVERB\t_\t_\t_\t_\t4:conj\t_" }'
+# Non-canonical IDs and HEADs the reader refuses.
+variant id-leading-zero '$1 == "3" { $1 = "03" } { print }'
+variant head-minus-zero '$1 == "4" { $7 = "-0" } { print }'
+variant head-leading-zero '$1 == "2" { $7 = "03" } { print }'
+variant mwt-reversed '$1 == "2" { print "3-2\tthe\t_\t_\t_\t_\t_\t_\t_\t_" } { print }'
+variant mwt-single '$1 == "2" { print "2-2\tthe\t_\t_\t_\t_\t_\t_\t_\t_" } { print }'
+variant empty-node-zero '{ print } $1 == "4" { print "4.0\tcame\tcome\tVERB\t_\t_\t_\t_\t4:conj\t_" }'
 variant spaces       '$1 ~ /^[0-9]+$/ { gsub(/\t/, " ") } { print }'
 
 # Line-end and framing oddities the reader accepts.
 awk '{ printf "%s\r\n", $0 }' "$s2" > "$out/variant-crlf.conllu"
+# CR-only line ends (refused, with a hint).
+awk '{ printf "%s\r", $0 }' "$s2" > "$out/variant-cr-only.conllu"
 printf '%s' "$(cat "$s3")" > "$out/variant-no-final-newline.conllu"
 { printf '\357\273\277'; cat "$s1"; } > "$out/variant-bom.conllu"
 { printf '# newdoc id = only-comments\n\n \t\n\n'; cat "$s1" "$s2"; } > "$out/variant-comment-block.conllu"

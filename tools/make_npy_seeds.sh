@@ -71,6 +71,10 @@ seed v2_f8.npy 2 "$(dict '<f8' '(1,)')" '\x00\x00\x00\x00\x00\x00\xf0\x3f'
 seed v3_i4.npy 3 "{'shape': (2,), 'descr': '<i4', 'fortran_order': False}" '\x01\x00\x00\x00\x02\x00\x00\x00'
 seed fortran.npy 1 "$(dict '<f4' '(1, 2)' True)" '\x00\x00\x80\x3f\x00\x00\x00\x40'
 seed big_endian.npy 1 "$(dict '>f8' '(1,)')" '\x3f\xf0\x00\x00\x00\x00\x00\x00'
+# Values out of range for narrower types: int64 300 and -129 (int8 would wrap
+# them), float64 1e300 (inf in float32).
+seed i8_out_of_int8.npy 1 "$(dict '<i8' '(2,)')" '\x2c\x01\x00\x00\x00\x00\x00\x00\x7f\xff\xff\xff\xff\xff\xff\xff'
+seed f8_1e300.npy 1 "$(dict '<f8' '(1,)')" '\x9c\x75\x00\x88\x3c\xe4\x37\x7e'
 seed truncated.npy 1 "$(dict '<f8' '(4,)')" '\x00\x00\x00\x00\x00\x00\xf0\x3f'
 
 echo "wrote $(find "$out" -maxdepth 1 -name '*.npy' | wc -l) seeds to $out"

@@ -634,3 +634,110 @@ TEST_CASE("writer and constructor validate their arguments", "[io][npy]") {
   CHECK(empty.size() == 0);
   CHECK(empty.shape() == Shape{0});
 }
+
+TEST_CASE("integer conversions that would wrap around are errors naming the element", "[io][npy]") {
+  SECTION("int64 into int8: the issue's [300, -129]") {
+    const std::vector<std::int64_t> v{1, 300, -129};
+    const NpyArray a = parse(npy_bytes(v.data(), {3}));
+    CHECK_THROWS_WITH(a.to_vector<std::int8_t>(),
+                      "NpyArray: element 1 of the int64 array is 300, which int8 cannot represent");
+    const std::vector<std::int64_t> low{-128, -129};
+    CHECK_THROWS_WITH(parse(npy_bytes(low.data(), {2})).to_vector<std::int8_t>(),
+                      "NpyArray: element 1 of the int64 array is -129, which int8 cannot represent");
+    CHECK(parse(npy_bytes(v.data(), {1})).to_vector<std::int8_t>() == std::vector<std::int8_t>{1});
+  }
+  SECTION("uint8 255 into int8 is not the masked-pair -1") {
+    const std::vector<std::uint8_t> v{0, 127, 255};
+    const NpyArray a = parse(npy_bytes(v.data(), {3}));
+    CHECK_THROWS_WITH(a.to_vector<std::int8_t>(),
+                      "NpyArray: element 2 of the uint8 array is 255, which int8 cannot represent");
+    CHECK(a.to_vector<std::int16_t>() == std::vector<std::int16_t>{0, 127, 255});
+  }
+  SECTION("negative values into unsigned types") {
+    const std::vector<std::int8_t> v{3, -1};
+    CHECK_THROWS_WITH(parse(npy_bytes(v.data(), {2})).to_vector<std::uint8_t>(),
+                      "NpyArray: element 1 of the int8 array is -1, which uint8 cannot represent");
+    CHECK_THROWS_WITH(parse(npy_bytes(v.data(), {2})).to_vector<unsigned long long>(),
+                      Catch::Contains("element 1 of the int8 array is -1, which uint64"));
+  }
+  SECTION("every boundary of every integer pair") {
+    const std::vector<std::int64_t> v{std::numeric_limits<std::int64_t>::min(), -2147483649LL,
+                                      -2147483648LL, -32769, -32768, -129, -128, -1, 0, 127, 128,
+                                      255, 256, 32767, 32768, 2147483647LL, 2147483648LL,
+                                      std::numeric_limits<std::int64_t>::max()};
+    const NpyArray a = parse(npy_bytes(v.data(), {v.size()}));
+    auto accepted_by = [&](auto zero, std::int64_t lo, std::int64_t hi) {
+      using T = decltype(zero);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const NpyArray one = parse(npy_bytes(&v[i], {1}));
+        CAPTURE(v[i]);
+        if (v[i] >= lo && v[i] <= hi)
+          CHECK(static_cast<std::int64_t>(one.to_vector<T>()[0]) == v[i]);
+        else
+          CHECK_THROWS_WITH(one.to_vector<T>(), Catch::Contains("element 0 of the int64 array is " +
+                                                                std::to_string(v[i])));
+      }
+      CHECK_THROWS_AS(a.to_vector<T>(), synattn::Error);
+    };
+    accepted_by(std::int8_t{}, -128, 127);
+    accepted_by(std::uint8_t{}, 0, 255);
+    accepted_by(std::int16_t{}, -32768, 32767);
+    accepted_by(std::int32_t{}, -2147483648LL, 2147483647LL);
+    CHECK(a.to_vector<std::int64_t>() == v);
+  }
+}
+
+TEST_CASE("float64 to float32 refuses finite values beyond float's range", "[io][npy]") {
+  const std::vector<double> v{1.0, 1e300};
+  CHECK_THROWS_WITH(parse(npy_bytes(v.data(), {2})).to_vector<float>(),
+                    "NpyArray: element 1 of the float64 array is 1.0000000000000001e+300, which "
+                    "float32 cannot represent");
+  const std::vector<double> neg{-3.5e38};
+  CHECK_THROWS_WITH(parse(npy_bytes(neg.data(), {1})).to_vector<float>(),
+                    Catch::Contains("element 0 of the float64 array is -3.5e+38, which float32"));
+  SECTION("infinities and NaN are values float32 has: they carry over") {
+    const std::vector<double> special{std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(), std::nan(""),
+                                      static_cast<double>(std::numeric_limits<float>::max()),
+                                      1e-300};
+    const auto f = parse(npy_bytes(special.data(), {5})).to_vector<float>();
+    CHECK(f[0] == std::numeric_limits<float>::infinity());
+    CHECK(f[1] == -std::numeric_limits<float>::infinity());
+    CHECK(std::isnan(f[2]));
+    CHECK(f[3] == std::numeric_limits<float>::max());
+    CHECK(f[4] == 0.0f);  // underflow rounds to zero, as any rounding does
+  }
+}
+
+TEST_CASE("read_npy on a directory says so", "[io][npy]") {
+  TempDir dir;
+  const std::string path = dir.file("a_dir.npy");
+  std::filesystem::create_directories(path);
+  CHECK_THROWS_WITH(read_npy(path), path + ": cannot open file for reading (it is a directory)");
+  // A stream that fails (as a directory opened as a stream does) is a read
+  // error, not "empty input".
+  std::ifstream in(path, std::ios::binary);
+  CHECK_THROWS_WITH(read_npy(in, "d"), "d: read error before the magic string (the stream failed)");
+}
+
+TEST_CASE("write_npy checks its arguments before it creates or truncates the file", "[io][npy]") {
+  TempDir dir;
+  const std::string path = dir.file("keep.npy");
+  const auto contents = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "precious";
+  }
+  CHECK_THROWS_WITH(write_npy<double>(path, nullptr, {2}),
+                    "write_npy: " + path + ": data is null but shape (2,) has 2 elements");
+  CHECK(contents() == "precious");
+  const double v = 0;
+  CHECK_THROWS_WITH(write_npy(path, &v, {std::size_t(1) << 62, 4}), Catch::Contains("is too large"));
+  CHECK(contents() == "precious");
+  const std::string fresh = dir.file("never.npy");
+  CHECK_THROWS_AS(write_npy<float>(fresh, nullptr, {1}), synattn::Error);
+  CHECK_FALSE(std::filesystem::exists(fresh));
+}

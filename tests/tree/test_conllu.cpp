@@ -289,6 +289,39 @@ TEST_CASE("malformed input is rejected with the offending line and a concrete re
        5, "HEAD 9 out of range [0, 2]"},
       {"error on a last line without newline", ok1 + row(1, "a", 0) + "2\tb", 6,
        "expected 10 tab-separated columns, found 2"},
+      // Integers in canonical form only: no leading zeros, no minus zero,
+      // no decimal word IDs, no empty or reversed ranges.
+      {"ID with a leading zero", row(1, "a", 0) + row("02", "b", "1") + "\n", 2,
+       "ID '02' has a leading zero"},
+      {"ID 01 first", row("01", "a", "0") + "\n", 1, "ID '01' has a leading zero"},
+      {"decimal ID 1.0", row(1, "a", 0) + row("1.0", "e", "_") + "\n", 2,
+       "empty-node ID '1.0': the part after '.' must be 1 or more"},
+      {"empty node with a leading zero", row(1, "a", 0) + row("01.1", "e", "_") + "\n", 2,
+       "empty-node ID '01.1' has a leading zero"},
+      {"empty node minor with a leading zero", row(1, "a", 0) + row("1.01", "e", "_") + "\n", 2,
+       "empty-node ID '1.01' has a leading zero"},
+      {"reversed range", row("3-2", "ab", "_") + row(1, "a", 0) + "\n", 1,
+       "multiword-token range '3-2' is reversed or empty (expected START-END with START < END)"},
+      {"one-word range", row("1-1", "a", "_") + row(1, "a", 0) + "\n", 1,
+       "multiword-token range '1-1' is reversed or empty (expected START-END with START < END)"},
+      {"range from 0", row("0-1", "a", "_") + row(1, "a", 0) + "\n", 1,
+       "multiword-token range '0-1' starts at 0 (word IDs start at 1)"},
+      {"range with a leading zero", row("1-02", "ab", "_") + row(1, "a", 0) + row(2, "b", 1) + "\n", 1,
+       "multiword-token range '1-02' has a leading zero"},
+      {"HEAD minus zero", row(1, "a", 0) + row("2", "b", "-0") + "\n", 2,
+       "HEAD '-0' is minus zero (the root's HEAD is 0)"},
+      {"HEAD with a leading zero", row(1, "a", 0) + row("2", "b", "01") + "\n", 2,
+       "HEAD '01' has a leading zero"},
+      {"HEAD 00", row("1", "a", "00") + "\n", 1, "HEAD '00' has a leading zero"},
+      {"CR-only line ends", row(1, "a", 0).substr(0, row(1, "a", 0).size() - 1) + "\r" +
+                                row(2, "b", 1).substr(0, row(2, "b", 1).size() - 1) + "\r\r",
+       1,
+       "expected 10 tab-separated columns, found 19 (the line holds carriage returns: are the "
+       "line ends CR-only? convert them to \\n or \\r\\n)"},
+      {"CR-only line ends after a comment",
+       "# sent_id = mac\r" + row(1, "a", 0).substr(0, row(1, "a", 0).size() - 1) + "\r\r", 1,
+       "a comment line holds a carriage return: are the line ends CR-only? convert them to \\n "
+       "or \\r\\n"},
   };
   REQUIRE(table.size() >= 12);
 
@@ -375,6 +408,34 @@ TEST_CASE("lenient mode skips bad sentences, reports each, and loses nothing els
     for (std::size_t i = 0; i < 3; ++i) CHECK(errors[i] == issues[i].to_string());
     CHECK(reader.issues().empty());
   }
+}
+
+TEST_CASE("valid UD IDs stay accepted next to the refused ones", "[conllu]") {
+  // Ranges of two and more words, empty nodes before the first word (0.1)
+  // and with multi-digit parts, HEAD 10 and a negative HEAD's own message.
+  std::string text = row("1-3", "abc", "_") + row("0.1", "e", "_");
+  for (int k = 1; k <= 11; ++k) text += row(k, "w", k == 1 ? 0 : k == 11 ? 10 : 1);
+  text += row("10.12", "e", "_") + "\n";
+  const auto sentences = parse(text);
+  REQUIRE(sentences.size() == 1);
+  CHECK(sentences[0].size() == 11);
+  CHECK(sentences[0].words[10].head == 10);
+  CHECK_THROWS_WITH(parse(row(1, "a", 0) + row("2", "b", "-1") + "\n"),
+                    Catch::Contains("HEAD -1 out of range [0, 2]"));
+}
+
+TEST_CASE("a directory is named as such, whether opened by path or read as a stream",
+          "[conllu][errors]") {
+  const std::string dir = synattn_test::source_path("examples/data");
+  CHECK_THROWS_WITH(read_conllu(dir), dir + ": cannot open file (it is a directory)");
+  CHECK_THROWS_WITH(synattn::open_conllu_file(dir), dir + ": cannot open file (it is a directory)");
+  std::ifstream in(dir, std::ios::binary);  // opening succeeds on Linux; reading fails
+  ConlluReader reader(in, dir);
+  ConlluSentence s;
+  CHECK_THROWS_WITH(reader.next(s), dir + ": read error before the first line (the input stream "
+                                          "failed; is it a directory?)");
+  std::ifstream sample = synattn::open_conllu_file(sample_path());
+  CHECK(read_conllu(sample, "sample").size() == 50);
 }
 
 TEST_CASE("a file that cannot be opened is a ParseError at line 0", "[conllu][errors]") {

@@ -3,7 +3,9 @@
 #include <synattn/tree/distance.hpp>
 #include <synattn/tree/lca.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 
 #include "support/random_trees.hpp"
@@ -197,4 +199,94 @@ TEST_CASE("an empty tree gives an empty matrix", "[distance]") {
   RowMajorMatrix<std::int8_t> d(0, 0);
   pairwise_distances<std::int8_t>(empty, d);
   CHECK(pairwise_distances<std::int8_t>(empty).size() == 0);
+}
+
+namespace {
+
+// A chain in a random word order: deep (height n-1) and, for n > 3, almost
+// surely non-projective, so rows go through the multi-interval fix-ups.
+std::vector<int> shuffled_chain_heads(int n, std::mt19937& rng) {
+  std::vector<int> order(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<int> heads(static_cast<std::size_t>(n), -1);
+  for (int k = 1; k < n; ++k)
+    heads[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = order[static_cast<std::size_t>(k - 1)];
+  return heads;
+}
+
+template <class T>
+void expect_directed_matches_lca(const DependencyTree& tree, long long cross) {
+  const auto bfs = bfs_distances(tree.heads());
+  const int n = tree.size();
+  RowMajorMatrix<T> up(n, n), down(n, n);
+  directed_distances<T>(tree, up, down, cross);
+  const long long top = std::numeric_limits<T>::max();
+  const LcaIndex lca(tree);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const int a = lca.lca(i, j);
+      long long want_up = std::min(cross, top), want_down = want_up;
+      if (a >= 0) {
+        want_up = std::min<long long>(tree.depth()[static_cast<std::size_t>(i)] - tree.depth()[static_cast<std::size_t>(a)], top);
+        want_down = std::min<long long>(tree.depth()[static_cast<std::size_t>(j)] - tree.depth()[static_cast<std::size_t>(a)], top);
+      }
+      if (up(i, j) != want_up || down(i, j) != want_down)
+        FAIL("n=" << n << " pair (" << i << ", " << j << "): got " << +up(i, j) << ":" << +down(i, j)
+                  << ", want " << want_up << ":" << want_down);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("deep trees saturate exactly where BFS passes the type's maximum", "[distance][deep]") {
+  std::mt19937 rng(2024);
+  SECTION("chains hung from the end, the middle and a random word, in int8") {
+    for (int root : {0, 150, 299, static_cast<int>(rng() % 300)}) {
+      CAPTURE(root);
+      expect_matches_bfs<std::int8_t>(DependencyTree(synattn_test::path_heads(300, root)), 0);
+    }
+  }
+  SECTION("non-projective deep chains") {
+    for (int rep = 0; rep < 3; ++rep) {
+      const DependencyTree tree(shuffled_chain_heads(257, rng));
+      REQUIRE_FALSE(tree.is_projective());
+      expect_matches_bfs<std::int8_t>(tree, 5);
+      expect_directed_matches_lca<std::int8_t>(tree, 5);
+    }
+  }
+  SECTION("forests with a deep tree: packed and interleaved, cross below and at the maximum") {
+    std::vector<DependencyTree> parts;
+    parts.emplace_back(synattn_test::random_recursive_heads(20, rng));
+    parts.emplace_back(synattn_test::path_heads(200, 37));
+    parts.emplace_back(synattn_test::random_projective_heads(3, rng));
+    parts.emplace_back(shuffled_chain_heads(140, rng));
+    const DependencyTree packed = DependencyTree::pack(parts);
+    // The same forest with its words interleaved: trees are not contiguous.
+    const int n = packed.size();
+    std::vector<int> perm(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int> mixed_heads(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const int h = packed.head(i);
+      mixed_heads[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = h < 0 ? -1 : perm[static_cast<std::size_t>(h)];
+    }
+    const DependencyTree mixed(mixed_heads, Structure::Forest);
+    for (const DependencyTree* forest : {&packed, &mixed}) {
+      for (long long cross : {9LL, 127LL, 1000LL}) {
+        CAPTURE(forest == &packed, cross);
+        expect_matches_bfs<std::int8_t>(*forest, cross);
+        expect_directed_matches_lca<std::int8_t>(*forest, cross);
+      }
+    }
+  }
+  SECTION("int16 agrees with int32 wherever int32 is below 32767") {
+    const DependencyTree tree(shuffled_chain_heads(400, rng));
+    RowMajorMatrix<std::int16_t> d16(400, 400);
+    RowMajorMatrix<std::int32_t> d32(400, 400);
+    pairwise_distances<std::int16_t>(tree, d16);
+    pairwise_distances<std::int32_t>(tree, d32);
+    CHECK((d16.cast<std::int32_t>().array() == d32.array()).all());
+  }
 }

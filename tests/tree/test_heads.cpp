@@ -209,6 +209,15 @@ TEST_CASE("validation names the sentence, the word and the problem", "[heads][er
     CHECK_THROWS_WITH(validate_heads({-1, 0, 3, 2}, Structure::Tree, "s9"),
                       "sentence s9: word 2: cycle through words 2 -> 3 -> 2");
   }
+  SECTION("a long cycle is cut as the CoNLL-U reader cuts it") {
+    // Words 1..999 form one cycle: k -> k+1, 999 -> 1.
+    std::vector<int> heads(1000);
+    heads[0] = -1;
+    for (int k = 1; k < 1000; ++k) heads[static_cast<std::size_t>(k)] = k == 999 ? 1 : k + 1;
+    CHECK_THROWS_WITH(validate_heads(heads, Structure::Tree),
+                      "word 1: cycle through words 1 -> 2 -> 3 -> 4 -> 5 -> 6 -> 7 -> 8 -> 9 -> 10 "
+                      "-> 11 -> 12 -> ... -> 1 (999 words)");
+  }
   SECTION("DependencyTree validates with its sentence label") {
     CHECK_THROWS_AS(DependencyTree({-1, 5}), TreeError);
     CHECK_THROWS_WITH(DependencyTree({-1, -1}, Structure::Tree, "en-7"),

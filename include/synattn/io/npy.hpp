@@ -24,12 +24,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <limits>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -224,24 +226,59 @@ std::string type_text() {
     return std::string(std::is_signed<T>::value ? "int" : "uint") + std::to_string(8 * sizeof(T));
 }
 
-// static_cast, except that a floating value outside T's range (or NaN) would
-// be undefined behaviour when T is an integer; that is reported instead.
+template <class S>
+std::string value_text(S v) {
+  if constexpr (std::is_floating_point<S>::value)
+    return number_text(static_cast<double>(v));
+  else if constexpr (std::is_signed<S>::value)
+    return std::to_string(static_cast<long long>(v));
+  else
+    return std::to_string(static_cast<unsigned long long>(v));
+}
+
+// Whether the value v of type S is within T's range, so that static_cast
+// neither wraps, saturates nor is undefined:
+//   integer -> integer   the value itself must be in [min T, max T];
+//   float   -> integer   the value truncated toward zero must be, and NaN
+//                        and infinities never are;
+//   float   -> float     a finite value must stay finite (1e300 would be
+//                        inf in float32); NaN and infinities carry over, and
+//                        rounding (down to zero for tiny values) is allowed;
+//   integer -> float     always (int64 into float32 rounds to nearest).
 template <class T, class S>
-T convert_element(S v, std::size_t index, NpyDType from) {
-  if constexpr (std::is_floating_point<S>::value && std::is_integral<T>::value) {
-    // Conversion truncates toward zero; [lo, hi) bounds the truncated value.
-    // Both bounds are powers of two, hence exact in double.
+bool fits(S v) {
+  if constexpr (std::is_integral<S>::value && std::is_integral<T>::value) {
+    // S and T are at most 64 bits, so comparing through the widest types of
+    // the value's sign is exact and mixes no signed with unsigned operands.
+    if constexpr (std::is_signed<S>::value) {
+      if (v < 0)
+        return std::is_signed<T>::value &&
+               static_cast<long long>(v) >= static_cast<long long>(std::numeric_limits<T>::min());
+    }
+    return static_cast<unsigned long long>(v) <=
+           static_cast<unsigned long long>(std::numeric_limits<T>::max());
+  } else if constexpr (std::is_floating_point<S>::value && std::is_integral<T>::value) {
+    // [lo, hi) bounds the truncated value; both bounds are powers of two,
+    // hence exact in double.
     const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
     const double lo = std::is_signed<T>::value ? -hi : 0.0;
     const double t = std::trunc(static_cast<double>(v));
-    if (!(t >= lo && t < hi))
-      throw Error("NpyArray: element " + std::to_string(index) + " of the " +
-                  npy_dtype_name(from) + " array is " + number_text(static_cast<double>(v)) +
-                  ", which " + type_text<T>() + " cannot represent");
+    return t >= lo && t < hi;
+  } else if constexpr (std::is_floating_point<S>::value && std::is_floating_point<T>::value) {
+    return !std::isfinite(v) || std::isfinite(static_cast<T>(v));
   } else {
-    (void)index;
-    (void)from;
+    (void)v;
+    return true;
   }
+}
+
+// static_cast, except that a value outside T's range (see fits) is reported
+// with its index and value instead of wrapping around or becoming inf.
+template <class T, class S>
+T convert_element(S v, std::size_t index, NpyDType from) {
+  if (!fits<T>(v))
+    throw Error("NpyArray: element " + std::to_string(index) + " of the " + npy_dtype_name(from) +
+                " array is " + value_text(v) + ", which " + type_text<T>() + " cannot represent");
   return static_cast<T>(v);
 }
 
@@ -278,8 +315,12 @@ class NpyArray {
   // for the element type, so copy rather than reinterpret).
   const unsigned char* bytes() const noexcept { return bytes_.data(); }
 
-  // The elements in C order, each static_cast to T. Throws Error when a
-  // floating value does not fit an integer T (NaN, infinity, out of range).
+  // The elements in C order, each static_cast to T. Throws Error naming the
+  // element and its value when it is outside T's range (npy_detail::fits):
+  // no integer wraps around (int64 300 is not int8 44, uint8 255 is not
+  // int8 -1), no finite float64 becomes inf in float32, and NaN or infinity
+  // into an integer is refused. NaN and infinities into float types carry
+  // over; rounding (float64 -> float32, int64 -> float32) is allowed.
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<T> out(size_);
@@ -572,8 +613,10 @@ inline std::string header_bytes(NpyDType dtype, const std::vector<std::size_t>& 
   throw Error("write_npy: header for shape " + shape_string(shape) + " is too long");
 }
 
-inline void write_raw(std::ostream& out, const std::string& name, NpyDType dtype,
-                      const std::vector<std::size_t>& shape, const void* data) {
+// Element count of the array to write, after checking the arguments. Runs
+// before a file is opened, so a bad call leaves an existing file untouched.
+inline std::size_t check_write(const std::string& name, NpyDType dtype,
+                               const std::vector<std::size_t>& shape, const void* data) {
   std::size_t count = 0;
   if (!element_count(shape, npy_itemsize(dtype), count))
     throw Error("write_npy: " + name + ": shape " + shape_string(shape) + " of " +
@@ -581,6 +624,12 @@ inline void write_raw(std::ostream& out, const std::string& name, NpyDType dtype
   if (count > 0 && data == nullptr)
     throw Error("write_npy: " + name + ": data is null but shape " + shape_string(shape) +
                 " has " + std::to_string(count) + " elements");
+  return count;
+}
+
+inline void write_raw(std::ostream& out, const std::string& name, NpyDType dtype,
+                      const std::vector<std::size_t>& shape, const void* data) {
+  const std::size_t count = check_write(name, dtype, shape, data);
   const std::string header = header_bytes(dtype, shape);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   if (count > 0)
@@ -611,6 +660,9 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
 
   std::vector<unsigned char> buf;
   std::size_t got = npy_detail::read_up_to(in, 6, buf);
+  // A stream that failed (a directory opened as a file, an I/O error) is not
+  // an empty one.
+  if (got == 0 && in.bad()) refuse("read error before the magic string (the stream failed)");
   if (got == 0) refuse("not a .npy file (empty input)");
   if (std::memcmp(buf.data(), magic, got) != 0) refuse("not a .npy file (bad magic)");
   if (got < 6)
@@ -659,6 +711,10 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
 
 // Reads a .npy file; anything after the array's data is an error.
 inline NpyArray read_npy(const std::string& path) {
+  // Opening a directory as a stream succeeds on Linux; only reading fails.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ParseError(path, 0, "cannot open file for reading (it is a directory)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ParseError(path, 0, "cannot open file for reading");
   NpyArray array = read_npy(in, path);
@@ -677,6 +733,7 @@ void write_npy(std::ostream& out, const T* data, const std::vector<std::size_t>&
 
 template <class T>
 void write_npy(const std::string& path, const T* data, const std::vector<std::size_t>& shape) {
+  npy_detail::check_write(path, npy_dtype_of<T>(), shape, data);
   std::ofstream out = npy_detail::open_for_writing(path);
   npy_detail::write_raw(out, path, npy_dtype_of<T>(), shape, data);
   npy_detail::finish_file(out, path);
@@ -687,6 +744,7 @@ inline void write_npy(std::ostream& out, const NpyArray& array) {
 }
 
 inline void write_npy(const std::string& path, const NpyArray& array) {
+  npy_detail::check_write(path, array.dtype(), array.shape(), array.bytes());
   std::ofstream out = npy_detail::open_for_writing(path);
   npy_detail::write_raw(out, path, array.dtype(), array.shape(), array.bytes());
   npy_detail::finish_file(out, path);

@@ -3,12 +3,15 @@
 // Reads the columns a syntax bias needs (ID, FORM, UPOS, HEAD, DEPREL) and the
 // `# sent_id` / `# text` comments. Multiword-token lines (`3-4`) and empty
 // nodes (`5.1`) are checked for shape and skipped: only integer IDs are words,
-// and HEAD refers to them. Every sentence returned is a valid tree.
+// and HEAD refers to them. Every sentence returned is a valid tree. IDs and
+// HEADs are integers in canonical form: `01`, `-0`, `1.0` and ranges that
+// are empty or reversed (`1-1`, `3-2`) are errors, not silently read.
 //
 // Format accepted: sentences are blocks of lines ended by an empty line (a
 // line of only spaces/tabs counts as empty, so does the end of the input);
-// `\r\n` line ends and a UTF-8 byte-order mark at the start are accepted; a
-// block of comments alone is not a sentence. Malformed input is a ParseError
+// `\r\n` line ends and a UTF-8 byte-order mark at the start are accepted
+// (CR-only line ends are not, and the error says so); a block of comments
+// alone is not a sentence. Malformed input is a ParseError
 // "FILE:LINE: reason" naming the offending line (for tree-shape problems, the
 // line of a word on the problem). In Lenient mode a bad sentence is skipped
 // and reported instead, and reading goes on with the next one.
@@ -87,16 +90,23 @@ struct ConlluIssue {
 
 namespace detail {
 
-enum class IntParse { Ok, NotInteger, TooLarge };
+enum class IntParse { Ok, NotInteger, TooLarge, LeadingZero, MinusZero };
 
 // A decimal integer with an optional leading '-', nothing else (no '+', no
-// spaces). std::from_chars would do, but its handling of '-' and of leading
-// garbage is what we want spelled out here.
+// spaces), in canonical form: no leading zeros ("01", "00") and no "-0",
+// which UD never writes and which would otherwise read as another number's
+// twin (HEAD "-0" as the root). std::from_chars would accept those.
 inline IntParse parse_conllu_int(std::string_view s, int& out) noexcept {
   std::size_t i = 0;
   const bool negative = !s.empty() && s[0] == '-';
   if (negative) i = 1;
   if (i == s.size()) return IntParse::NotInteger;
+  if (s[i] == '0' && s.size() > i + 1 && s[i + 1] >= '0' && s[i + 1] <= '9') {
+    for (std::size_t k = i; k < s.size(); ++k)
+      if (s[k] < '0' || s[k] > '9') return IntParse::NotInteger;
+    return IntParse::LeadingZero;
+  }
+  if (negative && s.size() == 2 && s[1] == '0') return IntParse::MinusZero;
   long long value = 0;
   bool too_large = false;
   for (; i < s.size(); ++i) {
@@ -117,6 +127,20 @@ inline bool all_digits(std::string_view s) noexcept {
   for (char c : s)
     if (c < '0' || c > '9') return false;
   return true;
+}
+
+// Digits without a leading zero ("0" itself is fine).
+inline bool has_leading_zero(std::string_view digits) noexcept {
+  return digits.size() > 1 && digits[0] == '0';
+}
+
+// Value of a string of at most 9 digits, or -1 when longer (too large to be
+// a sentence position anyway; then only the shape checks apply).
+inline long small_value(std::string_view digits) noexcept {
+  if (digits.size() > 9) return -1;
+  long v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  return v;
 }
 
 inline bool is_blank_line(std::string_view s) noexcept {
@@ -175,6 +199,11 @@ inline bool comment_value(std::string_view body, std::string_view key, std::stri
 class ConlluReader {
  public:
   static constexpr std::size_t kColumns = 10;
+  // Appended to a column-count error on a line that still holds a '\r'
+  // (the '\r' of a "\r\n" line end is already gone).
+  static constexpr const char* kCrHint =
+      " (the line holds carriage returns: are the line ends CR-only? convert them to \\n or "
+      "\\r\\n)";
 
   ConlluReader(std::istream& in, std::string file_name = "<stream>",
                ConlluMode mode = ConlluMode::Strict)
@@ -233,6 +262,14 @@ class ConlluReader {
           cur_.line = line_;
         }
         if (line.front() == '#') {
+          // With CR-only line ends the whole file is one "line"; if it starts
+          // with a comment, it would all be skipped as that comment.
+          if (line.find('\r') != line.npos) {
+            fail(line_, "a comment line holds a carriage return: are the line ends CR-only? "
+                        "convert them to \\n or \\r\\n");
+            skip_rest_of_block();
+            return Block::Bad;
+          }
           read_comment(line.substr(1));
           continue;
         }
@@ -241,7 +278,11 @@ class ConlluReader {
           return Block::Bad;
         }
       }
-      if (in_.bad()) throw ParseError(file_, line_, "read error");
+      if (in_.bad())
+        throw ParseError(file_, line_,
+                         line_ == 0 ? "read error before the first line (the input stream failed; "
+                                      "is it a directory?)"
+                                    : "read error after this line (the input stream failed)");
       if (!in_block) return Block::End;
       if (cur_.words.empty()) {
         if (!had_tokens) continue;  // comments alone: not a sentence
@@ -294,7 +335,8 @@ class ConlluReader {
     }
     if (count != kColumns)
       return fail_bool(line_, "expected " + std::to_string(kColumns) +
-                                  " tab-separated columns, found " + std::to_string(count));
+                                  " tab-separated columns, found " + std::to_string(count) +
+                                  (line.find('\r') != line.npos ? kCrHint : ""));
 
     const std::string_view id = field[0];
     // "3-4" (multiword token) and "5.1" (empty node) are not words. The
@@ -304,8 +346,10 @@ class ConlluReader {
     if (dash != id.npos || dot != id.npos) {
       const std::size_t sep = dash != id.npos ? dash : dot;
       if (dash != id.npos && dot != id.npos) return fail_bool(line_, bad_id(id));
-      if (!detail::all_digits(id.substr(0, sep)) || !detail::all_digits(id.substr(sep + 1)))
+      const std::string_view first = id.substr(0, sep), second = id.substr(sep + 1);
+      if (!detail::all_digits(first) || !detail::all_digits(second))
         return fail_bool(line_, bad_id(id));
+      if (!check_token_id(id, first, second, dash != id.npos)) return false;
       had_tokens = true;
       return true;
     }
@@ -313,7 +357,10 @@ class ConlluReader {
     int id_value = 0;
     switch (detail::parse_conllu_int(id, id_value)) {
       case detail::IntParse::Ok: break;
-      case detail::IntParse::NotInteger: return fail_bool(line_, bad_id(id));
+      case detail::IntParse::NotInteger:
+      case detail::IntParse::MinusZero: return fail_bool(line_, bad_id(id));
+      case detail::IntParse::LeadingZero:
+        return fail_bool(line_, "ID " + detail::quote_field(id) + " has a leading zero");
       case detail::IntParse::TooLarge:
         return fail_bool(line_, "ID " + detail::quote_field(id) + " is too large");
     }
@@ -329,6 +376,11 @@ class ConlluReader {
         return fail_bool(line_, "HEAD " + detail::quote_field(field[6]) + " is not an integer");
       case detail::IntParse::TooLarge:
         return fail_bool(line_, "HEAD " + detail::quote_field(field[6]) + " is too large");
+      case detail::IntParse::LeadingZero:
+        return fail_bool(line_, "HEAD " + detail::quote_field(field[6]) + " has a leading zero");
+      case detail::IntParse::MinusZero:
+        return fail_bool(line_, "HEAD " + detail::quote_field(field[6]) +
+                                    " is minus zero (the root's HEAD is 0)");
     }
     static constexpr const char* kNames[kColumns] = {"ID",   "FORM", "LEMMA",  "UPOS", "XPOS",
                                                      "FEATS", "HEAD", "DEPREL", "DEPS", "MISC"};
@@ -344,6 +396,30 @@ class ConlluReader {
     w.deprel.assign(field[7]);
     w.head = head;
     word_lines_.push_back(line_);
+    return true;
+  }
+
+  // Shape of a multiword-token range "START-END" (1 <= START < END) or an
+  // empty-node ID "MAJOR.MINOR" (MINOR >= 1; MAJOR may be 0, before the first
+  // word), both in digits without leading zeros. "1-1", "3-2" and "1.0"
+  // are not valid UD and are refused rather than skipped.
+  bool check_token_id(std::string_view id, std::string_view first, std::string_view second,
+                      bool range) {
+    const std::string kind = range ? "multiword-token range " : "empty-node ID ";
+    if (detail::has_leading_zero(first) || detail::has_leading_zero(second))
+      return fail_bool(line_, kind + detail::quote_field(id) + " has a leading zero");
+    const long a = detail::small_value(first), b = detail::small_value(second);
+    if (range) {
+      if (a == 0)
+        return fail_bool(line_, kind + detail::quote_field(id) + " starts at 0 (word IDs start at 1)");
+      // A longer digit string is the larger number (no leading zeros).
+      const bool ordered = first.size() != second.size() ? first.size() < second.size() : first < second;
+      if (!ordered)
+        return fail_bool(line_, kind + detail::quote_field(id) +
+                                    " is reversed or empty (expected START-END with START < END)");
+    } else if (b == 0) {
+      return fail_bool(line_, kind + detail::quote_field(id) + ": the part after '.' must be 1 or more");
+    }
     return true;
   }
 
@@ -406,7 +482,7 @@ class ConlluReader {
         for (std::size_t c = head_of(smallest); c != smallest; c = head_of(c))
           path.push_back(static_cast<int>(c));
         return fail_bool(word_lines_[smallest - 1],
-                         "cycle through words " + cycle_text(path));
+                         "cycle through words " + detail::cycle_text(path));
       }
       for (std::size_t c = start; state_[c] == kOnPath; c = head_of(c)) state_[c] = kDone;
     }
@@ -430,18 +506,6 @@ class ConlluReader {
       out += std::to_string(ids[i]);
     }
     return out;
-  }
-
-  // "3 -> 5 -> 3"; a long cycle is cut after a few words.
-  static std::string cycle_text(const std::vector<int>& path) {
-    constexpr std::size_t kShown = 12;
-    std::string out;
-    for (std::size_t i = 0; i < path.size() && i < kShown; ++i)
-      out += std::to_string(path[i]) + " -> ";
-    if (path.size() > kShown)
-      return out + "... -> " + std::to_string(path[0]) + " (" + std::to_string(path.size()) +
-             " words)";
-    return out + std::to_string(path[0]);
   }
 
   std::istream& in_;
@@ -473,16 +537,23 @@ inline std::vector<ConlluSentence> read_conllu(std::istream& in, const std::stri
   return out;
 }
 
-// The file at `path`; ParseError(path, 0, "cannot open file") if it cannot be
-// read (including when it is a directory, which would otherwise read as empty).
-inline std::vector<ConlluSentence> read_conllu(const std::string& path,
-                                               ConlluMode mode = ConlluMode::Strict,
-                                               std::vector<ConlluIssue>* issues = nullptr) {
+// Opens `path` for a ConlluReader; ParseError(path, 0, "cannot open file")
+// if it cannot be opened, "cannot open file (it is a directory)" for a
+// directory (which an ifstream opens without complaint and then fails to read).
+inline std::ifstream open_conllu_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ParseError(path, 0, "cannot open file (it is a directory)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ParseError(path, 0, "cannot open file");
+  return in;
+}
+
+// The file at `path`, opened by open_conllu_file.
+inline std::vector<ConlluSentence> read_conllu(const std::string& path,
+                                               ConlluMode mode = ConlluMode::Strict,
+                                               std::vector<ConlluIssue>* issues = nullptr) {
+  std::ifstream in = open_conllu_file(path);
   return read_conllu(in, path, mode, issues);
 }
 

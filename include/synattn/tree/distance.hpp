@@ -9,6 +9,16 @@
 // one interval per subtree when the tree is projective (most real
 // sentences), a few when it is not. No per-pair walk up the tree, no LCA
 // query, no permutation of the output.
+//
+// Deep trees (height beyond what T holds, e.g. > 63 for int8) run the same
+// recurrence in T itself, saturating: a stored maximum only ever grows
+// outside c's subtree (+1), and inside it the row is exact without the
+// parent, dist(c, j) = depth(j) - depth(c). So no wider scratch is needed
+// and the working memory is O(n) beyond the output for every tree.
+//
+// Size limit: trees of more than max_distance_words (2^15 = 32768) words
+// are refused with an Error before anything is written or allocated; the
+// n x n output alone would then pass 1 GiB even in int8.
 #ifndef SYNATTN_TREE_DISTANCE_HPP
 #define SYNATTN_TREE_DISTANCE_HPP
 
@@ -52,6 +62,35 @@ inline void fill_range(W* dst, int lo, int hi, W value) {
   std::fill(dst + lo, dst + hi, value);
 }
 
+// Saturating forms for deep trees. A stored maximum stands for "maximum or
+// more"; one step further from it is still "maximum or more".
+//   dst[j] = min(src[j] + 1, max)  (compare and subtract: vectorises)
+template <class W>
+inline void add_one_saturating(W* __restrict dst, const W* __restrict src, int lo, int hi) {
+  constexpr W top = std::numeric_limits<W>::max();
+  for (int j = lo; j < hi; ++j) dst[j] = static_cast<W>(src[j] + (src[j] != top ? 1 : 0));
+}
+//   dst[j] = min(depth[j] - base, max) on [lo, hi): the exact distance from
+//   an ancestor at depth `base` down to j.
+template <class W>
+inline void depth_below_saturating(W* __restrict dst, const int* __restrict depth, int lo, int hi,
+                                   int base) {
+  constexpr int top = std::numeric_limits<W>::max();
+  for (int j = lo; j < hi; ++j) {
+    const int v = depth[j] - base;
+    dst[j] = static_cast<W>(v < top ? v : top);
+  }
+}
+
+// One row step "row = parent + 1", exact or saturating.
+template <class W, bool Saturating>
+inline void step_away(W* __restrict dst, const W* __restrict src, int lo, int hi) {
+  if constexpr (Saturating)
+    add_one_saturating<W>(dst, src, lo, hi);
+  else
+    add_range<W>(dst, src, lo, hi, W(1));
+}
+
 // Each row is one full-width pass over the parent's row, then short fix-ups
 // on c's subtree intervals (a few words on average: the mean depth). Full
 // rows keep the vector loops free of the scalar head/tail code that short
@@ -68,19 +107,26 @@ inline bool trees_are_contiguous(const DependencyTree& tree) {
 }
 
 // Row update for a sentence span [lo, hi) of a packed forest whose row
-// already holds `cross` everywhere else: dst = src + delta in whole
-// 16-element chunks (one vector instruction each; a loop over a 20-word span
-// would be mostly scalar tail), which may run past hi but not past n. The
+// already holds `cross` everywhere else: dst = src + 1 (saturating on deep
+// trees) in whole 16-element chunks (one vector instruction each; a loop
+// over a 20-word span would be mostly scalar tail), which may run past hi
+// but not past n. The
 // cells past hi belong to other sentences, so one 16-element store of
 // `cross` at hi puts them back.
-template <class W>
+template <class W, bool Saturating>
 inline void add_span_in_cross_row(W* __restrict dst, const W* __restrict src, int lo, int hi, int n,
-                                  W delta, W cross) {
+                                  W cross) {
   constexpr int kChunk = 16;
   int j = lo;
-  for (; j < hi && j + kChunk <= n; j += kChunk)
-    for (int q = 0; q < kChunk; ++q) dst[j + q] = static_cast<W>(src[j + q] + delta);
-  for (; j < hi; ++j) dst[j] = static_cast<W>(src[j] + delta);
+  constexpr W top = std::numeric_limits<W>::max();
+  for (; j < hi && j + kChunk <= n; j += kChunk) {
+    if constexpr (Saturating)
+      for (int q = 0; q < kChunk; ++q) dst[j + q] = static_cast<W>(src[j + q] + (src[j + q] != top ? 1 : 0));
+    else
+      for (int q = 0; q < kChunk; ++q) dst[j + q] = static_cast<W>(src[j + q] + 1);
+  }
+  for (; j < hi; ++j)
+    dst[j] = static_cast<W>(src[j] + (Saturating ? (src[j] != top ? 1 : 0) : 1));
   if (hi + kChunk <= n) {
     for (int q = 0; q < kChunk; ++q) dst[hi + q] = cross;
   } else {
@@ -99,7 +145,8 @@ inline void restore_cross(const DependencyTree& tree, int c, W* row, W cross) {
   }
   fill_range(row, at, tree.size(), cross);
 }
-template <class W>
+// Saturating: T may be too narrow for the tree's distances (see the top).
+template <class W, bool Saturating>
 void undirected_rows(const DependencyTree& tree, W* rows, Index stride, W cross) {
   const int n = tree.size();
   const bool single = tree.num_trees() == 1;
@@ -120,29 +167,37 @@ void undirected_rows(const DependencyTree& tree, W* rows, Index stride, W cross)
     if (p < 0) {
       if (!single && !packed) fill_range(row, 0, n, cross);
       for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it)
-        for (int j = it->first; j < it->second; ++j)
-          row[j] = static_cast<W>(depth[static_cast<std::size_t>(j)]);
+        depth_below_saturating<W>(row, depth.data(), it->first, it->second, 0);
       continue;
     }
     const W* parent = rows + static_cast<Index>(p) * stride;
     if (single) {
-      add_range<W>(row, parent, 0, n, W(1));
+      step_away<W, Saturating>(row, parent, 0, n);
     } else if (packed) {
       const int root = tree.roots()[static_cast<std::size_t>(tree.tree_of()[static_cast<std::size_t>(c)])];
       const auto* span = tree.intervals_begin(root);
-      add_span_in_cross_row<W>(row, parent, span->first, span->second, n, W(1), cross);
+      add_span_in_cross_row<W, Saturating>(row, parent, span->first, span->second, n, cross);
     } else {
-      add_range<W>(row, parent, 0, n, W(1));
+      step_away<W, Saturating>(row, parent, 0, n);
       restore_cross(tree, c, row, cross);
     }
-    for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s)
-      add_in_place<W>(row, s->first, s->second, W(-2));
+    // Inside c's subtree: parent - 1 (= the +1 above, minus 2); saturating,
+    // the exact depth(j) - depth(c), as a saturated parent cell says too little.
+    for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s) {
+      if constexpr (Saturating)
+        depth_below_saturating<W>(row, depth.data(), s->first, s->second,
+                                  depth[static_cast<std::size_t>(c)]);
+      else
+        add_in_place<W>(row, s->first, s->second, W(-2));
+    }
   }
 }
 
 //   up = up_p + 1;  forest: up[outside c's tree] = cross;  up[subtree] = 0
 //   down = down_p;                                        down[subtree] -= 1
-template <class W>
+// Saturating: up saturates at the maximum like the undirected row, and
+// down[subtree] is the exact depth(j) - depth(c), clamped.
+template <class W, bool Saturating>
 void directed_rows(const DependencyTree& tree, W* up, W* down, Index up_stride, Index down_stride,
                    W cross) {
   const int n = tree.size();
@@ -158,27 +213,33 @@ void directed_rows(const DependencyTree& tree, W* up, W* down, Index up_stride, 
         fill_range(urow, 0, n, cross);
         fill_range(drow, 0, n, cross);
       }
-      for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it)
-        for (int j = it->first; j < it->second; ++j) {
-          urow[j] = W(0);
-          drow[j] = static_cast<W>(depth[static_cast<std::size_t>(j)]);
-        }
+      for (auto it = tree.intervals_begin(c); it != tree.intervals_end(c); ++it) {
+        fill_range(urow, it->first, it->second, W(0));
+        depth_below_saturating<W>(drow, depth.data(), it->first, it->second, 0);
+      }
       continue;
     }
     // Cells outside c's tree are copied from the parent's row, which already
     // holds `cross` there; only `up` needs them refilled after its +1.
     copy_range(drow, down + static_cast<Index>(p) * down_stride, 0, n);
-    add_range<W>(urow, up + static_cast<Index>(p) * up_stride, 0, n, W(1));
+    step_away<W, Saturating>(urow, up + static_cast<Index>(p) * up_stride, 0, n);
     if (!single) restore_cross(tree, c, urow, cross);
     for (auto s = tree.intervals_begin(c); s != tree.intervals_end(c); ++s) {
       fill_range(urow, s->first, s->second, W(0));
-      add_in_place<W>(drow, s->first, s->second, W(-1));
+      if constexpr (Saturating)
+        depth_below_saturating<W>(drow, depth.data(), s->first, s->second,
+                                  depth[static_cast<std::size_t>(c)]);
+      else
+        add_in_place<W>(drow, s->first, s->second, W(-1));
     }
   }
 }
 
+inline void check_size(const char* fn, int n);
+
 template <class T>
 void check_output(const char* fn, const char* name, Index rows, Index cols, int n) {
+  check_size(fn, n);
   if (rows != n || cols != n)
     throw Error(std::string(fn) + ": output '" + name + "' is " + std::to_string(rows) + "x" +
                 std::to_string(cols) + ", expected " + std::to_string(n) + "x" + std::to_string(n));
@@ -192,18 +253,29 @@ inline int max_depth(const DependencyTree& tree) {
   return h;
 }
 
-template <class T>
-void saturating_copy(const RowMajorMatrix<std::int32_t>& wide, Eigen::Ref<RowMajorMatrix<T>> out) {
-  for (Index r = 0; r < wide.rows(); ++r)
-    for (Index c = 0; c < wide.cols(); ++c) out(r, c) = saturate_to<T>(wide(r, c));
-}
+}  // namespace detail
 
+// The largest tree (forest) the distance functions accept: 2^15 words. Its
+// n x n output is 1 GiB in int8 and 4 GiB in int32; beyond it they throw
+// Error instead of allocating or writing. Per sequence, not per batch: a
+// batch of many sentences is fine as long as each one is within the limit.
+constexpr int max_distance_words = 1 << 15;
+
+namespace detail {
+inline void check_size(const char* fn, int n) {
+  if (n > max_distance_words)
+    throw Error(std::string(fn) + ": tree has " + std::to_string(n) +
+                " words, more than max_distance_words = " + std::to_string(max_distance_words) +
+                " (the n x n output would be " +
+                std::to_string(static_cast<long long>(n) * static_cast<long long>(n)) + " elements)");
+}
 }  // namespace detail
 
 // Fills `out` (n x n, caller-provided, any outer stride) with dist(i, j).
 // Cross-tree pairs of a forest get `cross_distance` (default: the largest
 // value of T, which every bucketing puts in its last bucket, SPEC §2).
-// Values beyond T's range saturate at its maximum (int8: 127).
+// Values beyond T's range saturate at its maximum (int8: 127). Working
+// memory beyond `out` is O(n) for every tree; n > max_distance_words throws.
 template <class T = std::int8_t>
 void pairwise_distances(const DependencyTree& tree, Eigen::Ref<RowMajorMatrix<T>> out,
                         long long cross_distance = std::numeric_limits<T>::max()) {
@@ -212,17 +284,13 @@ void pairwise_distances(const DependencyTree& tree, Eigen::Ref<RowMajorMatrix<T>
   if (cross_distance < 0)
     throw Error("pairwise_distances: cross_distance must be >= 0, got " + std::to_string(cross_distance));
   if (n == 0) return;
-  // Every distance is at most twice the height, so the recurrence runs in T
-  // itself unless T could saturate (deep trees), where it needs exact values.
-  if (2LL * detail::max_depth(tree) <= std::numeric_limits<T>::max()) {
-    detail::undirected_rows<T>(tree, out.data(), out.outerStride(),
-                               detail::saturate_to<T>(cross_distance));
-    return;
-  }
-  RowMajorMatrix<std::int32_t> wide(n, n);
-  detail::undirected_rows<std::int32_t>(tree, wide.data(), wide.outerStride(),
-                                        detail::saturate_to<std::int32_t>(cross_distance));
-  detail::saturating_copy<T>(wide, out);
+  // Every distance is at most twice the height, so the exact recurrence
+  // fits T unless the tree is deep; then the saturating one runs, still in T.
+  const T cross = detail::saturate_to<T>(cross_distance);
+  if (2LL * detail::max_depth(tree) <= std::numeric_limits<T>::max())
+    detail::undirected_rows<T, false>(tree, out.data(), out.outerStride(), cross);
+  else
+    detail::undirected_rows<T, true>(tree, out.data(), out.outerStride(), cross);
 }
 
 // Directed form: up(i, j) steps from i up to the LCA, down(i, j) steps from
@@ -238,22 +306,20 @@ void directed_distances(const DependencyTree& tree, Eigen::Ref<RowMajorMatrix<T>
   if (cross_distance < 0)
     throw Error("directed_distances: cross_distance must be >= 0, got " + std::to_string(cross_distance));
   if (n == 0) return;
-  if (detail::max_depth(tree) <= std::numeric_limits<T>::max()) {
-    detail::directed_rows<T>(tree, up.data(), down.data(), up.outerStride(),
-                             down.outerStride(), detail::saturate_to<T>(cross_distance));
-    return;
-  }
-  RowMajorMatrix<std::int32_t> wide_up(n, n), wide_down(n, n);
-  detail::directed_rows<std::int32_t>(tree, wide_up.data(), wide_down.data(),
-                                      wide_up.outerStride(), wide_down.outerStride(),
-                                      detail::saturate_to<std::int32_t>(cross_distance));
-  detail::saturating_copy<T>(wide_up, up);
-  detail::saturating_copy<T>(wide_down, down);
+  const T cross = detail::saturate_to<T>(cross_distance);
+  if (detail::max_depth(tree) <= std::numeric_limits<T>::max())
+    detail::directed_rows<T, false>(tree, up.data(), down.data(), up.outerStride(),
+                                    down.outerStride(), cross);
+  else
+    detail::directed_rows<T, true>(tree, up.data(), down.data(), up.outerStride(),
+                                   down.outerStride(), cross);
 }
 
-// Convenience: a freshly allocated n x n matrix.
+// Convenience: a freshly allocated n x n matrix (the size limit is checked
+// before the allocation).
 template <class T = std::int8_t>
 RowMajorMatrix<T> pairwise_distances(const DependencyTree& tree) {
+  detail::check_size("pairwise_distances", tree.size());
   RowMajorMatrix<T> out(tree.size(), tree.size());
   pairwise_distances<T>(tree, out);
   return out;

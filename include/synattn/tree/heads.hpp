@@ -86,6 +86,25 @@ inline std::vector<int> from_canonical_heads(const std::vector<int>& heads, Head
   return out;
 }
 
+namespace detail {
+
+// "3 -> 5 -> 3" for a cycle given as the words on it in walk order; after
+// kShown words it is cut to "... -> 3 (N words)", so a 1,000-word cycle
+// does not make a 7 kB message. The CoNLL-U reader uses the same text.
+template <class Int>
+std::string cycle_text(const std::vector<Int>& path) {
+  constexpr std::size_t kShown = 12;
+  std::string out;
+  for (std::size_t i = 0; i < path.size() && i < kShown; ++i)
+    out += std::to_string(path[i]) + " -> ";
+  if (path.size() > kShown)
+    return out + "... -> " + std::to_string(path[0]) + " (" + std::to_string(path.size()) +
+           " words)";
+  return out + std::to_string(path[0]);
+}
+
+}  // namespace detail
+
 // Throws TreeError unless `heads` (canonical) is a valid tree, or a valid
 // forest when `structure` is Forest: every head in [-1, n), no word its own
 // head, no cycle, exactly one root (Tree) or at least one (Forest, n > 0).
@@ -124,12 +143,11 @@ inline void validate_heads(const int* heads, std::size_t size, Structure structu
       w = heads[w];
     }
     if (w >= 0 && state[static_cast<std::size_t>(w)] == kOnPath) {
-      std::string path = std::to_string(w);
-      for (long c = heads[w]; c != w; c = heads[c]) path += " -> " + std::to_string(c);
-      path += " -> " + std::to_string(w);
+      std::vector<long> path{w};
+      for (long c = heads[w]; c != w; c = heads[c]) path.push_back(c);
       long smallest = w;
-      for (long c = heads[w]; c != w; c = heads[c]) smallest = c < smallest ? c : smallest;
-      throw TreeError(sentence, smallest, "cycle through words " + path);
+      for (long c : path) smallest = c < smallest ? c : smallest;
+      throw TreeError(sentence, smallest, "cycle through words " + detail::cycle_text(path));
     }
     for (long c = start; c >= 0 && state[static_cast<std::size_t>(c)] == kOnPath; c = heads[c])
       state[static_cast<std::size_t>(c)] = kDone;

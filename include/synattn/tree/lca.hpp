@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dependency_tree.hpp"
@@ -17,16 +18,20 @@ namespace synattn {
 // child of the LCA that holds v (or starts inside it when u is the LCA).
 // The sparse table stores, per range, the preorder position of the word
 // with the smallest depth.
+//
+// The index copies the few per-word arrays it reads (5 ints per word beside
+// the table), so it does not refer to the tree it was built from: that tree
+// may be reassigned or destroyed afterwards. (An earlier version kept a
+// pointer, and a query after the tree was reassigned to a larger one read
+// past the end of the table.)
 class LcaIndex {
  public:
+  // An index of the empty tree: every query is out of range.
   LcaIndex() = default;
-  // Refers to `tree`, which must outlive the index.
-  explicit LcaIndex(const DependencyTree& tree) : tree_(&tree) { build(); }
+  explicit LcaIndex(const DependencyTree& tree) { build(tree); }
 
-  const DependencyTree& tree() const {
-    if (tree_ == nullptr) throw Error("LcaIndex: default-constructed index has no tree");
-    return *tree_;
-  }
+  // Words in the tree the index was built from.
+  int size() const noexcept { return static_cast<int>(depth_.size()); }
 
   // Lowest common ancestor of words u and v, or -1 when they are in
   // different trees of a forest. Throws on out-of-range words.
@@ -40,46 +45,53 @@ class LcaIndex {
   int distance(int u, int v) const {
     const int a = lca(u, v);
     if (a < 0) return -1;
-    const std::vector<int>& d = tree_->depth();
-    return d[static_cast<std::size_t>(u)] + d[static_cast<std::size_t>(v)] -
-           2 * d[static_cast<std::size_t>(a)];
+    return depth_[static_cast<std::size_t>(u)] + depth_[static_cast<std::size_t>(v)] -
+           2 * depth_[static_cast<std::size_t>(a)];
   }
 
+  // u and v must be in [0, size()).
   int lca_unchecked(int u, int v) const {
     if (u == v) return u;
-    const std::vector<int>& tree_of = tree_->tree_of();
-    if (tree_of[static_cast<std::size_t>(u)] != tree_of[static_cast<std::size_t>(v)]) return -1;
-    int a = tree_->position()[static_cast<std::size_t>(u)];
-    int b = tree_->position()[static_cast<std::size_t>(v)];
+    if (tree_of_[static_cast<std::size_t>(u)] != tree_of_[static_cast<std::size_t>(v)]) return -1;
+    int a = position_[static_cast<std::size_t>(u)];
+    int b = position_[static_cast<std::size_t>(v)];
     if (a > b) std::swap(a, b);
     const int shallowest = range_min(a + 1, b + 1);  // preorder positions [a+1, b+1)
-    return tree_->head(tree_->preorder()[static_cast<std::size_t>(shallowest)]);
+    return head_at_[static_cast<std::size_t>(shallowest)];
   }
 
  private:
   void check(int w, const char* name) const {
-    if (tree_ == nullptr) throw Error("LcaIndex: default-constructed index has no tree");
-    if (w < 0 || w >= tree_->size())
+    if (w < 0 || w >= size())
       throw Error(std::string("LcaIndex: word ") + name + " = " + std::to_string(w) +
-                  " out of range [0, " + std::to_string(tree_->size()) + ")");
+                  " out of range [0, " + std::to_string(size()) + ")");
   }
 
-  // Depth of the word at preorder position p.
-  int depth_at(int p) const {
-    return tree_->depth()[static_cast<std::size_t>(tree_->preorder()[static_cast<std::size_t>(p)])];
+  int shallower(int p, int q) const {
+    return depth_at_[static_cast<std::size_t>(q)] < depth_at_[static_cast<std::size_t>(p)] ? q : p;
   }
-  int shallower(int p, int q) const { return depth_at(q) < depth_at(p) ? q : p; }
 
-  void build() {
-    const int n = tree_->size();
-    log2_.assign(static_cast<std::size_t>(n) + 1, 0);
+  void build(const DependencyTree& tree) {
+    const int n = tree.size();
+    const auto un = static_cast<std::size_t>(n);
+    depth_ = tree.depth();
+    tree_of_ = tree.tree_of();
+    position_ = tree.position();
+    head_at_.resize(un);
+    depth_at_.resize(un);
+    for (std::size_t p = 0; p < un; ++p) {
+      const int w = tree.preorder()[p];
+      head_at_[p] = tree.head(w);
+      depth_at_[p] = depth_[static_cast<std::size_t>(w)];
+    }
+    log2_.assign(un + 1, 0);
     for (int i = 2; i <= n; ++i) log2_[static_cast<std::size_t>(i)] = log2_[static_cast<std::size_t>(i / 2)] + 1;
-    const int levels = n > 0 ? log2_[static_cast<std::size_t>(n)] + 1 : 0;
-    table_.assign(static_cast<std::size_t>(levels) * static_cast<std::size_t>(n), 0);
+    const int levels = n > 0 ? log2_[un] + 1 : 0;
+    table_.assign(static_cast<std::size_t>(levels) * un, 0);
     for (int p = 0; p < n; ++p) table_[static_cast<std::size_t>(p)] = p;
     for (int k = 1; k < levels; ++k) {
       const int half = 1 << (k - 1);
-      int* row = table_.data() + static_cast<std::size_t>(k) * static_cast<std::size_t>(n);
+      int* row = table_.data() + static_cast<std::size_t>(k) * un;
       const int* prev = row - n;
       for (int p = 0; p + (1 << k) <= n; ++p) row[p] = shallower(prev[p], prev[p + half]);
     }
@@ -88,12 +100,15 @@ class LcaIndex {
   // Preorder position of the shallowest word in [lo, hi), hi > lo.
   int range_min(int lo, int hi) const {
     const int k = log2_[static_cast<std::size_t>(hi - lo)];
-    const int* row = table_.data() + static_cast<std::size_t>(k) * static_cast<std::size_t>(tree_->size());
+    const int* row = table_.data() + static_cast<std::size_t>(k) * depth_.size();
     return shallower(row[lo], row[hi - (1 << k)]);
   }
 
-  const DependencyTree* tree_ = nullptr;
-  std::vector<int> log2_;
+  // Per word: depth, index of its tree in the forest, preorder position.
+  std::vector<int> depth_, tree_of_, position_;
+  // Per preorder position: the word's head and depth.
+  std::vector<int> head_at_, depth_at_;
+  std::vector<int> log2_{0};
   std::vector<int> table_;  // levels x n, row k covers ranges of length 2^k
 };
 
