@@ -4,7 +4,7 @@
 # is already there, so it is cheap to run before every build.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev)
+packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev)
 # The fuzz preset needs clang with libFuzzer and its sanitizer runtimes.
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)
