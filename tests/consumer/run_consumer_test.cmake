@@ -22,3 +22,6 @@ run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consume
     -DCMAKE_PREFIX_PATH=${prefix})
 run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-build")
 run("${WORK_DIR}/consumer-build/consumer")
+if(EXISTS "${WORK_DIR}/consumer-build/consumer_checkpoint")
+  run("${WORK_DIR}/consumer-build/consumer_checkpoint" "${WORK_DIR}/consumer.safetensors")
+endif()
