@@ -202,6 +202,7 @@ TEST_CASE("checkpoints that disagree with the model are refused, leaving it unch
   SECTION("reserved metadata keys are refused when saving") {
     CHECK_THROWS_WITH(synattn::save_checkpoint(file.path, a, &opt, 1, {{"step", "9"}}),
                       Catch::Contains("extra metadata key 'step' is reserved"));
+    CHECK_THROWS_WITH(synattn::save_checkpoint(file.path, a, &opt, -1), Catch::Contains("step must be >= 0, got -1"));
   }
 }
 

@@ -1,13 +1,37 @@
 // Optimisers: SGD (momentum, dampening, Nesterov, weight decay), Adam and
 // AdamW against hand-derived updates and against torch.optim's numbers;
 // parameter groups' rates and weight decays; frozen parameters; state layout.
+// Eigen's own allocations bypass operator new: make them checkable too
+// (EIGEN_RUNTIME_NO_MALLOC), with an assertion that reports even under NDEBUG.
+#include <stdexcept>
+#define EIGEN_RUNTIME_NO_MALLOC
+#define eigen_assert(x) \
+  do {                  \
+    if (!(x)) throw std::logic_error("Eigen assertion failed: " #x); \
+  } while (0)
+
 #include <catch2/catch.hpp>
 
 #include <synattn/train/optimizer.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
+
+// Counts heap allocations, to check that steps after the first allocate
+// nothing (this program's operator new is replaced for that). Not inlined:
+// GCC would otherwise see free() on a pointer from operator new at every
+// call site and warn (-Wmismatched-new-delete).
+static long long g_allocations = 0;
+__attribute__((noinline)) void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 using synattn::Adam;
 using synattn::AdamOptions;
@@ -265,4 +289,46 @@ TEST_CASE("optimisers reject bad hyper-parameters and mismatched buffers", "[tra
   CHECK_THROWS_WITH(opt.restore({Eigen::VectorXd(4)}, 1), Catch::Contains("expected 2 state vectors, got 1"));
   CHECK_THROWS_WITH(ParameterGroups().add(ParameterGroup{"g", nullptr, 1.0, std::nullopt}),
                     Catch::Contains("group 'g' has no predicate"));
+}
+
+TEST_CASE("steps after the first allocate nothing", "[train][optimizer]") {
+  ParameterStore<double> store;
+  store.add("layers.0.attention.Wq", 4, 4);
+  store.add("layers.0.attention.table", 1, 8);
+  store.add("layers.0.attention.scale", 1, 1);
+  store.add("classifier.weight", 2, 4);
+  store.gradients().setConstant(0.5);
+  SgdOptions so;
+  so.momentum = 0.9;
+  Sgd<double> sgd(so, synattn::syntax_bias_groups());
+  Adam<double> adam(AdamOptions::adamw(), synattn::syntax_bias_groups());
+  sgd.step(store);
+  adam.step(store);
+  const long long before = g_allocations;
+  Eigen::internal::set_is_malloc_allowed(false);  // an Eigen allocation now throws
+  try {
+    for (int t = 0; t < 5; ++t) {
+      sgd.step(store);
+      adam.step(store);
+    }
+  } catch (...) {
+    Eigen::internal::set_is_malloc_allowed(true);
+    throw;
+  }
+  Eigen::internal::set_is_malloc_allowed(true);
+  CHECK(g_allocations == before);
+  const long long probe = g_allocations;
+  { std::vector<int> counted(10); }
+  CHECK(g_allocations == probe + 1);  // the counter itself works
+  // The guard itself works: an Eigen allocation while it is on throws.
+  bool guarded = false;
+  Eigen::internal::set_is_malloc_allowed(false);
+  try {
+    Eigen::VectorXd v(3);
+    v.setZero();
+  } catch (const std::logic_error&) {
+    guarded = true;
+  }
+  Eigen::internal::set_is_malloc_allowed(true);
+  CHECK(guarded);
 }

@@ -134,6 +134,7 @@ void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& 
                      const Optimizer<Scalar>* optimizer, long long step,
                      const std::map<std::string, std::string>& extra = {}) {
   namespace d = checkpoint_detail;
+  if (step < 0) throw Error("save_checkpoint: step must be >= 0, got " + std::to_string(step));
   SafetensorsFile file;
   for (const auto& kv : extra) {
     if (d::reserved_key(kv.first))

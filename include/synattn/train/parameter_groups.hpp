@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,12 +26,13 @@ using ParameterPredicate = std::function<bool(const ParameterInfo&)>;
 
 // Predicates on names. A suffix ".table" matches "layers.0.attention.table";
 // name_is_or_ends_with("table") also matches a bare "table" (the attention
-// layer's own names have no prefix).
-inline bool ends_with(const std::string& s, const std::string& suffix) noexcept {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// layer's own names have no prefix). They take string_views so that matching
+// every parameter at every optimiser step allocates nothing.
+inline bool ends_with(std::string_view s, std::string_view suffix) noexcept {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-inline bool starts_with(const std::string& s, const std::string& prefix) noexcept {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+inline bool starts_with(std::string_view s, std::string_view prefix) noexcept {
+  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
 }
 inline ParameterPredicate name_ends_with(std::string suffix) {
   return [suffix = std::move(suffix)](const ParameterInfo& p) { return ends_with(p.name, suffix); };
@@ -40,8 +42,9 @@ inline ParameterPredicate name_starts_with(std::string prefix) {
 }
 // `last` is the name itself or its last dotted component ("scale" matches
 // "scale" and "layers.1.attention.scale", not "rescale").
-inline bool name_is_or_ends_with(const std::string& name, const std::string& last) noexcept {
-  return name == last || ends_with(name, "." + last);
+inline bool name_is_or_ends_with(std::string_view name, std::string_view last) noexcept {
+  return name == last ||
+         (name.size() > last.size() && ends_with(name, last) && name[name.size() - last.size() - 1] == '.');
 }
 
 // The syntax bias: tables and strengths ("table", "*.table", "scale",
