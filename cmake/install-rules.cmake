@@ -8,6 +8,14 @@ install(TARGETS synattn EXPORT synattnTargets)
 install(EXPORT synattnTargets
   NAMESPACE synattn::
   DESTINATION "${SYNATTN_CMAKE_DIR}")
+# synattn::checkpoint in its own export file: the package config loads it
+# (and looks for nlohmann_json) only when it is wanted and can work.
+if(SYNATTN_CHECKPOINT)
+  install(TARGETS synattn_checkpoint EXPORT synattnCheckpointTargets)
+  install(EXPORT synattnCheckpointTargets
+    NAMESPACE synattn::
+    DESTINATION "${SYNATTN_CMAKE_DIR}")
+endif()
 
 configure_package_config_file(
   cmake/synattnConfig.cmake.in

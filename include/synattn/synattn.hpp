@@ -32,4 +32,12 @@
 #include "util/parallel.hpp"
 #include "util/parameters.hpp"
 
+// Training machinery. Not here: io/safetensors.hpp and train/checkpoint.hpp,
+// which need nlohmann-json (link synattn::checkpoint and include them).
+#include "train/parameter_groups.hpp"
+#include "train/optimizer.hpp"
+#include "train/schedules.hpp"
+#include "train/clipping.hpp"
+#include "train/progressive.hpp"
+
 #endif  // SYNATTN_SYNATTN_HPP

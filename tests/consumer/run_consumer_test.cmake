@@ -15,10 +15,17 @@ set(prefix "${WORK_DIR}/prefix")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/synattn-build" -G "${GENERATOR}"
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${prefix}
     -DSYNATTN_BUILD_TESTS=OFF -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_BUILD_BENCH=OFF
-    -DSYNATTN_INSTALL=ON)
+    -DSYNATTN_INSTALL=ON -DSYNATTN_CHECKPOINT=${CHECKPOINT})
 run("${CMAKE_COMMAND}" --install "${WORK_DIR}/synattn-build")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consumer-build"
     -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DCMAKE_PREFIX_PATH=${prefix})
 run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-build")
 run("${WORK_DIR}/consumer-build/consumer")
+# With the checkpoint component installed, the consumer must have found it.
+if(CHECKPOINT)
+  if(NOT EXISTS "${WORK_DIR}/consumer-build/consumer_checkpoint")
+    message(FATAL_ERROR "synattn::checkpoint was installed but find_package(synattn) did not provide it")
+  endif()
+  run("${WORK_DIR}/consumer-build/consumer_checkpoint" "${WORK_DIR}/consumer.safetensors")
+endif()

@@ -1,0 +1,408 @@
+// synattn — the safetensors format: reading and writing named tensors.
+//
+// Needs nlohmann-json (Debian nlohmann-json3-dev): link the CMake target
+// synattn::checkpoint (synattn + nlohmann_json::nlohmann_json), which exists
+// when synattn was configured with SYNATTN_CHECKPOINT=ON (the default). The
+// core synattn::synattn target and the umbrella header do not include it.
+//
+// Format (https://huggingface.co/docs/safetensors, the reference crate's
+// tensor.rs): an 8-byte little-endian unsigned header length N; N bytes of
+// UTF-8 JSON, an object mapping each tensor name to
+//   {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
+// plus an optional "__metadata__" object of string -> string; then the data,
+// each tensor little-endian in C order at [begin, end) counted from the byte
+// after the header. The header may be padded with trailing spaces.
+//
+// The parser treats the file as hostile; it refuses, with a ParseError
+// "SOURCE: reason" naming the tensor: a header length past the end of the
+// file or above the reference's 100 MB limit; a header not starting with '{',
+// invalid JSON (or UTF-8), duplicate names, nesting deeper than the format's;
+// entries missing dtype/shape/data_offsets or having other keys; unknown
+// dtypes; shapes that are not non-negative integers or overflow; offsets
+// outside the data, reversed, or not spanning dtype size x element count
+// bytes; tensors that overlap, leave a gap, or leave bytes unused at the end
+// (the reference crate's "every byte belongs to exactly one tensor"). It
+// allocates nothing beyond the bytes the file really holds.
+//
+// The writer pads the header to a multiple of 8 bytes and lays the tensors
+// out by decreasing item size, then name, so every tensor is aligned to its
+// item size (as the reference crate does).
+#ifndef SYNATTN_IO_SAFETENSORS_HPP
+#define SYNATTN_IO_SAFETENSORS_HPP
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../config.hpp"
+#include "../error.hpp"
+
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "synattn/io/safetensors.hpp supports little-endian hosts only (safetensors data is little-endian raw bytes)"
+#endif
+
+namespace synattn {
+
+enum class SafetensorsDType { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
+
+inline const char* safetensors_dtype_name(SafetensorsDType t) noexcept {
+  switch (t) {
+    case SafetensorsDType::BOOL: return "BOOL";
+    case SafetensorsDType::U8: return "U8";
+    case SafetensorsDType::I8: return "I8";
+    case SafetensorsDType::F8_E5M2: return "F8_E5M2";
+    case SafetensorsDType::F8_E4M3: return "F8_E4M3";
+    case SafetensorsDType::I16: return "I16";
+    case SafetensorsDType::U16: return "U16";
+    case SafetensorsDType::F16: return "F16";
+    case SafetensorsDType::BF16: return "BF16";
+    case SafetensorsDType::I32: return "I32";
+    case SafetensorsDType::U32: return "U32";
+    case SafetensorsDType::F32: return "F32";
+    case SafetensorsDType::F64: return "F64";
+    case SafetensorsDType::I64: return "I64";
+    case SafetensorsDType::U64: return "U64";
+  }
+  return "?";
+}
+
+inline std::size_t safetensors_dtype_size(SafetensorsDType t) noexcept {
+  switch (t) {
+    case SafetensorsDType::BOOL:
+    case SafetensorsDType::U8:
+    case SafetensorsDType::I8:
+    case SafetensorsDType::F8_E5M2:
+    case SafetensorsDType::F8_E4M3: return 1;
+    case SafetensorsDType::I16:
+    case SafetensorsDType::U16:
+    case SafetensorsDType::F16:
+    case SafetensorsDType::BF16: return 2;
+    case SafetensorsDType::I32:
+    case SafetensorsDType::U32:
+    case SafetensorsDType::F32: return 4;
+    case SafetensorsDType::F64:
+    case SafetensorsDType::I64:
+    case SafetensorsDType::U64: return 8;
+  }
+  return 0;
+}
+
+// The dtype called `name` ("F32"); false when there is none.
+inline bool parse_safetensors_dtype(const std::string& name, SafetensorsDType& out) noexcept {
+  for (int i = 0; i <= static_cast<int>(SafetensorsDType::U64); ++i) {
+    const auto t = static_cast<SafetensorsDType>(i);
+    if (name == safetensors_dtype_name(t)) {
+      out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+template <class T>
+constexpr SafetensorsDType safetensors_dtype_of() {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
+                "safetensors_dtype_of<T>: T must be float (F32) or double (F64)");
+  return std::is_same<T, float>::value ? SafetensorsDType::F32 : SafetensorsDType::F64;
+}
+
+// One tensor: dtype, shape (outermost first; [] is a scalar) and raw bytes.
+struct SafeTensor {
+  SafetensorsDType dtype = SafetensorsDType::F32;
+  std::vector<std::uint64_t> shape;
+  std::vector<unsigned char> bytes;  // little-endian, C order
+
+  // Product of the shape (1 for a scalar).
+  std::uint64_t elements() const noexcept {
+    std::uint64_t n = 1;
+    for (const std::uint64_t d : shape) n *= d;
+    return n;
+  }
+  bool is_floating() const noexcept { return dtype == SafetensorsDType::F32 || dtype == SafetensorsDType::F64; }
+
+  // A float (F32) or double (F64) tensor holding data[0, count) bit for bit.
+  template <class T>
+  static SafeTensor from(const T* data, std::vector<std::uint64_t> shape) {
+    SafeTensor t;
+    t.dtype = safetensors_dtype_of<T>();
+    t.shape = std::move(shape);
+    t.bytes.resize(static_cast<std::size_t>(t.elements()) * sizeof(T));
+    if (!t.bytes.empty()) std::memcpy(t.bytes.data(), data, t.bytes.size());
+    return t;
+  }
+
+  // Element i of an F32 or F64 tensor as T (a cast when the types differ).
+  template <class T>
+  T get(std::size_t i) const {
+    if (dtype == SafetensorsDType::F32) {
+      float v;
+      std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
+      return static_cast<T>(v);
+    }
+    if (dtype == SafetensorsDType::F64) {
+      double v;
+      std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
+      return static_cast<T>(v);
+    }
+    throw Error(std::string("SafeTensor::get: dtype ") + safetensors_dtype_name(dtype) + " is not F32 or F64");
+  }
+};
+
+struct SafetensorsFile {
+  std::map<std::string, SafeTensor> tensors;
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+};
+
+namespace safetensors_detail {
+
+// The reference implementation's limit (safetensors/src/tensor.rs).
+constexpr std::uint64_t max_header_bytes = 100000000;
+// Largest tensor the writer or reader accepts: its byte count must fit in a
+// signed pointer-sized integer (as NumPy requires).
+constexpr std::uint64_t max_tensor_bytes = static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max());
+
+inline std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Bytes of `count` elements of `itemsize` for `shape`, or false on overflow.
+inline bool byte_count(const std::vector<std::uint64_t>& shape, std::size_t itemsize, std::uint64_t& bytes) {
+  std::uint64_t n = itemsize;
+  bool zero = false;
+  for (const std::uint64_t d : shape) {
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (n > max_tensor_bytes / d) return false;
+    n *= d;
+  }
+  bytes = zero ? 0 : n;
+  return true;
+}
+
+}  // namespace safetensors_detail
+
+// The file's bytes. Throws synattn::Error for a tensor whose byte count does
+// not match dtype x shape, or a name that is not valid UTF-8.
+inline std::string serialize_safetensors(const SafetensorsFile& file) {
+  using nlohmann::json;
+  namespace d = safetensors_detail;
+  std::vector<const std::pair<const std::string, SafeTensor>*> order;
+  for (const auto& kv : file.tensors) {
+    std::uint64_t want = 0;
+    if (!d::byte_count(kv.second.shape, safetensors_dtype_size(kv.second.dtype), want) ||
+        want != kv.second.bytes.size())
+      throw Error("serialize_safetensors: tensor '" + kv.first + "' has " + std::to_string(kv.second.bytes.size()) +
+                  " bytes, dtype " + safetensors_dtype_name(kv.second.dtype) + " x shape " +
+                  d::shape_text(kv.second.shape) + " needs " + std::to_string(want));
+    if (kv.first == "__metadata__") throw Error("serialize_safetensors: a tensor may not be called '__metadata__'");
+    order.push_back(&kv);
+  }
+  // Larger items first, so every tensor starts on a multiple of its item size.
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return safetensors_dtype_size(a->second.dtype) > safetensors_dtype_size(b->second.dtype);
+  });
+  json header = json::object();
+  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  std::uint64_t offset = 0;
+  for (const auto* kv : order) {
+    const std::uint64_t end = offset + kv->second.bytes.size();
+    header[kv->first] = {{"dtype", safetensors_dtype_name(kv->second.dtype)},
+                         {"shape", kv->second.shape},
+                         {"data_offsets", {offset, end}}};
+    offset = end;
+  }
+  std::string text;
+  try {
+    text = header.dump(-1, ' ', false, json::error_handler_t::strict);
+  } catch (const json::exception& e) {
+    throw Error(std::string("serialize_safetensors: a tensor name or metadata string is not valid UTF-8 (") +
+                e.what() + ")");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts on an 8-byte boundary
+  std::string out;
+  out.reserve(8 + text.size() + static_cast<std::size_t>(offset));
+  const std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += text;
+  for (const auto* kv : order) out.append(reinterpret_cast<const char*>(kv->second.bytes.data()), kv->second.bytes.size());
+  return out;
+}
+
+// Parses a whole safetensors file held in memory; `source` names it in errors.
+inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, const std::string& source = "<memory>") {
+  using nlohmann::json;
+  namespace d = safetensors_detail;
+  const auto fail = [&](const std::string& reason) { return ParseError(source, 0, reason); };
+  const unsigned char* bytes = static_cast<const unsigned char*>(data);
+  if (size < 8)
+    throw fail("file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
+  if (n > d::max_header_bytes)
+    throw fail("header length " + std::to_string(n) + " exceeds the " + std::to_string(d::max_header_bytes) +
+               "-byte limit");
+  if (n > size - 8)
+    throw fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size - 8) +
+               " bytes follow the length)");
+  const char* text = reinterpret_cast<const char*>(bytes + 8);
+  if (n == 0 || text[0] != '{') throw fail("header does not start with '{'");
+
+  // Duplicate names and deep nesting are caught while parsing: nlohmann keeps
+  // the last of two equal keys silently, and nesting deeper than a shape
+  // array's elements (depth 3) cannot be a valid header.
+  std::string problem;
+  std::set<std::string> seen;
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (!problem.empty()) return false;
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth > 3)
+      problem = "header nests deeper than the format allows";
+    if (event == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
+      problem = "tensor '" + parsed.get<std::string>() + "' appears twice in the header";
+    return problem.empty();
+  };
+  json header;
+  try {
+    header = json::parse(text, text + n, check);
+  } catch (const json::exception& e) {
+    throw fail(std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!problem.empty()) throw fail(problem);
+  if (!header.is_object()) throw fail("header is not a JSON object");
+
+  const std::uint64_t data_size = size - 8 - n;
+  const unsigned char* base = bytes + 8 + n;
+  SafetensorsFile out;
+  struct Span {
+    std::uint64_t begin, end;
+    const std::string* name;
+  };
+  std::vector<Span> spans;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const json& entry = it.value();
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw fail("__metadata__ is not an object of strings");
+      for (auto m = entry.begin(); m != entry.end(); ++m) {
+        if (!m.value().is_string())
+          throw fail("__metadata__ entry '" + m.key() + "' is a " + m.value().type_name() + ", expected a string");
+        out.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string what = "tensor '" + name + "': ";
+    if (!entry.is_object()) throw fail(what + "entry is a " + std::string(entry.type_name()) + ", expected an object");
+    for (auto k = entry.begin(); k != entry.end(); ++k)
+      if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets")
+        throw fail(what + "unexpected key '" + k.key() + "' (expected dtype, shape, data_offsets)");
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(key)) throw fail(what + "missing '" + key + "'");
+    SafeTensor t;
+    const json& dtype = entry["dtype"];
+    if (!dtype.is_string()) throw fail(what + "dtype is a " + std::string(dtype.type_name()) + ", expected a string");
+    if (!parse_safetensors_dtype(dtype.get<std::string>(), t.dtype))
+      throw fail(what + "unknown dtype '" + dtype.get<std::string>() + "'");
+    const json& shape = entry["shape"];
+    if (!shape.is_array()) throw fail(what + "shape is not an array");
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (!shape[i].is_number_unsigned())
+        throw fail(what + "shape entry " + std::to_string(i) + " is " + shape[i].dump() +
+                   ", expected a non-negative integer");
+      t.shape.push_back(shape[i].get<std::uint64_t>());
+    }
+    std::uint64_t need = 0;
+    if (!d::byte_count(t.shape, safetensors_dtype_size(t.dtype), need))
+      throw fail(what + "shape " + d::shape_text(t.shape) + " of " + safetensors_dtype_name(t.dtype) +
+                 " is too large to exist");
+    const json& offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned())
+      throw fail(what + "data_offsets is " + offsets.dump() + ", expected [begin, end] of non-negative integers");
+    const std::uint64_t begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
+    if (begin > end || end > data_size)
+      throw fail(what + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                 "] out of range (the data holds " + std::to_string(data_size) + " bytes)");
+    if (end - begin != need)
+      throw fail(what + "data_offsets span " + std::to_string(end - begin) + " bytes, dtype " +
+                 safetensors_dtype_name(t.dtype) + " x shape " + d::shape_text(t.shape) + " needs " +
+                 std::to_string(need));
+    t.bytes.assign(base + begin, base + end);
+    auto placed = out.tensors.emplace(name, std::move(t));
+    spans.push_back(Span{begin, end, &placed.first->first});
+  }
+  // Every data byte belongs to exactly one tensor.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t at = 0;
+  const std::string* previous = nullptr;
+  for (const Span& s : spans) {
+    if (s.begin < at)
+      throw fail("tensors '" + *previous + "' and '" + *s.name + "' overlap (bytes from " + std::to_string(s.begin) +
+                 " to " + std::to_string(at) + ")");
+    if (s.begin > at)
+      throw fail("bytes [" + std::to_string(at) + ", " + std::to_string(s.begin) + ") of the data belong to no tensor");
+    at = s.end;
+    previous = s.name;
+  }
+  if (at != data_size)
+    throw fail("the data holds " + std::to_string(data_size) + " bytes but the tensors end at " + std::to_string(at));
+  return out;
+}
+
+// Reads and parses `path`; errors are ParseError("PATH: reason").
+inline SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size < 0) throw ParseError(path, 0, "cannot determine the file size");
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  if (size > 0 && !in.read(bytes.data(), size)) throw ParseError(path, 0, "read failed");
+  return parse_safetensors(bytes.data(), bytes.size(), path);
+}
+
+// Writes `file` to `path` through a temporary file renamed into place, so an
+// interrupted save never leaves a truncated file under the final name.
+inline void save_safetensors(const std::string& path, const SafetensorsFile& file) {
+  const std::string bytes = serialize_safetensors(file);
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("save_safetensors: cannot open '" + temp + "' for writing: " + std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw Error("save_safetensors: writing '" + temp + "' failed");
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    throw Error("save_safetensors: cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+inline void save_safetensors(const std::string& path, const std::map<std::string, SafeTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {}) {
+  SafetensorsFile file;
+  file.tensors = tensors;
+  file.metadata = metadata;
+  save_safetensors(path, file);
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_IO_SAFETENSORS_HPP

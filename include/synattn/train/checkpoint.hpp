@@ -1,0 +1,262 @@
+// synattn — training checkpoints in the safetensors format: parameters,
+// optimiser state and step, loadable by any safetensors reader.
+//
+// Needs nlohmann-json through io/safetensors.hpp: link synattn::checkpoint.
+//
+// Layout of a checkpoint file:
+//   <parameter name>                       every parameter, frozen ones too
+//   optimizer.<state>.<parameter name>     each state vector (exp_avg,
+//                                          exp_avg_sq, momentum_buffer) of
+//                                          each trainable parameter
+//   __metadata__: format = "synattn.checkpoint.v1", dtype = "F32" | "F64",
+//     step, optimizer = kind or "none", optimizer.steps, optimizer.<hyper>
+//     (lr, betas, ...: for the record; load does not apply them), plus the
+//     caller's own keys (which may not reuse these names).
+// Shapes are PyTorch's: a (1, k) parameter (bias, table row, the (1, 1)
+// strength) is stored as [k], any other (r, c) parameter as [r, c]. Loading
+// also accepts [1, k] and [k, 1] for a (1, k) parameter and [] for a (1, 1)
+// one, so files written by PyTorch load unchanged. Data are in the model's
+// Scalar (F32 for float, F64 for double), so our files load back bit for bit.
+//
+// Loading checks everything before changing anything: every parameter (and,
+// when an optimiser is given, every state tensor) must be present with an
+// accepted shape, a finite value and the model's dtype; an F32 file is
+// refused for a double model (and F64 for float) unless convert_dtype is set,
+// which converts with a cast. Tensors the model does not have are refused
+// unless allow_unexpected is set; optimiser tensors are ignored when no
+// optimiser is given (loading weights for inference). A file without our
+// "format" key (weights from elsewhere) loads with step 0 and no optimiser
+// state.
+#ifndef SYNATTN_TRAIN_CHECKPOINT_HPP
+#define SYNATTN_TRAIN_CHECKPOINT_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../io/safetensors.hpp"
+#include "../util/parameters.hpp"
+#include "optimizer.hpp"
+
+namespace synattn {
+
+struct CheckpointLoadOptions {
+  bool convert_dtype = false;     // accept F32 for a double model, F64 for float (cast)
+  bool allow_unexpected = false;  // ignore tensors the model has no parameter for
+};
+
+struct CheckpointInfo {
+  long long step = 0;
+  std::map<std::string, std::string> metadata;  // the whole __metadata__
+};
+
+namespace checkpoint_detail {
+
+constexpr const char* format = "synattn.checkpoint.v1";
+
+inline std::vector<std::uint64_t> shape_of(const ParameterInfo& p) {
+  if (p.rows == 1) return {static_cast<std::uint64_t>(p.cols)};
+  return {static_cast<std::uint64_t>(p.rows), static_cast<std::uint64_t>(p.cols)};
+}
+
+inline bool shape_accepted(const ParameterInfo& p, const std::vector<std::uint64_t>& s) {
+  const auto r = static_cast<std::uint64_t>(p.rows), c = static_cast<std::uint64_t>(p.cols);
+  if (s.size() == 2 && s[0] == r && s[1] == c) return true;
+  if (p.rows == 1) {
+    if (s.size() == 1 && s[0] == c) return true;
+    if (s.size() == 2 && s[0] == c && s[1] == 1) return true;
+  }
+  return p.size() == 1 && s.empty();
+}
+
+inline bool reserved_key(const std::string& k) {
+  return k == "format" || k == "dtype" || k == "step" || k == "optimizer" || starts_with(k, "optimizer.");
+}
+
+inline long long parse_count(const std::string& path, const std::string& key, const std::string& text) {
+  std::size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v < 0)
+    throw ParseError(path, 0, "__metadata__ '" + key + "' is '" + text + "', expected a non-negative integer");
+  return v;
+}
+
+// Copies tensor `name` into out[0, p.size()) after checking its dtype, shape
+// and values.
+template <class Scalar>
+void read_tensor(const std::string& path, const SafetensorsFile& file, const std::string& name, const ParameterInfo& p,
+                 const CheckpointLoadOptions& options, Scalar* out) {
+  const auto it = file.tensors.find(name);
+  if (it == file.tensors.end()) throw ParseError(path, 0, "missing tensor '" + name + "'");
+  const SafeTensor& t = it->second;
+  const SafetensorsDType want = safetensors_dtype_of<Scalar>();
+  if (t.dtype != want) {
+    if (!t.is_floating())
+      throw ParseError(path, 0, "tensor '" + name + "' has dtype " + safetensors_dtype_name(t.dtype) + ", expected " +
+                                    safetensors_dtype_name(want));
+    if (!options.convert_dtype)
+      throw ParseError(path, 0, "dtype mismatch: tensor '" + name + "' is " + safetensors_dtype_name(t.dtype) +
+                                    ", the model is " + safetensors_dtype_name(want) +
+                                    " (set CheckpointLoadOptions::convert_dtype to convert)");
+  }
+  if (!shape_accepted(p, t.shape))
+    throw ParseError(path, 0, "shape mismatch: tensor '" + name + "' is " + safetensors_detail::shape_text(t.shape) +
+                                  ", expected " + safetensors_detail::shape_text(shape_of(p)) + " (a " +
+                                  std::to_string(p.rows) + "x" + std::to_string(p.cols) + " parameter)");
+  for (Index i = 0; i < p.size(); ++i) {
+    const Scalar v = t.get<Scalar>(static_cast<std::size_t>(i));
+    if (!std::isfinite(v))
+      throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite");
+    out[i] = v;
+  }
+}
+
+}  // namespace checkpoint_detail
+
+// Writes parameters (laid out by `infos`), the optimiser's state (none when
+// `optimizer` is null) and `step` to `path` (through a temporary file).
+// Scalar is deduced from the optimiser; with a null one, name it:
+// save_checkpoint<double>(...).
+template <class Scalar>
+void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
+                     const Eigen::Ref<const typename Optimizer<Scalar>::Vector>& values,
+                     const Optimizer<Scalar>* optimizer, long long step,
+                     const std::map<std::string, std::string>& extra = {}) {
+  namespace d = checkpoint_detail;
+  if (step < 0) throw Error("save_checkpoint: step must be >= 0, got " + std::to_string(step));
+  SafetensorsFile file;
+  for (const auto& kv : extra) {
+    if (d::reserved_key(kv.first))
+      throw Error("save_checkpoint: extra metadata key '" + kv.first +
+                  "' is reserved (format, dtype, step, optimizer, optimizer.*)");
+    file.metadata.insert(kv);
+  }
+  file.metadata["format"] = d::format;
+  file.metadata["dtype"] = safetensors_dtype_name(safetensors_dtype_of<Scalar>());
+  file.metadata["step"] = std::to_string(step);
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const ParameterInfo& p = infos[i];
+    if (p.offset < 0 || p.offset + p.size() > values.size())
+      throw Error("save_checkpoint: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
+                  std::to_string(values.size()) + " values");
+    if (!file.tensors.emplace(p.name, SafeTensor::from(values.data() + p.offset, d::shape_of(p))).second)
+      throw Error("save_checkpoint: parameter name '" + p.name + "' appears twice");
+  }
+  if (optimizer == nullptr) {
+    file.metadata["optimizer"] = "none";
+  } else {
+    file.metadata["optimizer"] = optimizer->kind();
+    file.metadata["optimizer.steps"] = std::to_string(optimizer->steps());
+    for (const auto& kv : optimizer->hyperparameters()) file.metadata["optimizer." + kv.first] = kv.second;
+    const std::vector<std::string> names = optimizer->state_names();
+    const auto& state = optimizer->state();
+    for (std::size_t s = 0; s < names.size(); ++s) {
+      // Before the first step the state is all zeros (not yet allocated).
+      const bool have = s < state.size() && state[s].size() == values.size();
+      for (const ParameterInfo& p : infos) {
+        if (!p.trainable) continue;
+        const std::string name = "optimizer." + names[s] + "." + p.name;
+        if (have) {
+          file.tensors[name] = SafeTensor::from(state[s].data() + p.offset, d::shape_of(p));
+        } else {
+          const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> zeros = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>::Zero(p.size());
+          file.tensors[name] = SafeTensor::from(zeros.data(), d::shape_of(p));
+        }
+      }
+    }
+  }
+  save_safetensors(path, file);
+}
+
+template <class Scalar>
+void save_checkpoint(const std::string& path, const ParameterStore<Scalar>& store, const Optimizer<Scalar>* optimizer,
+                     long long step, const std::map<std::string, std::string>& extra = {}) {
+  save_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, step, extra);
+}
+
+// Restores parameters (and the optimiser's state and step count, when
+// `optimizer` is not null) from `path`; returns the step and the metadata.
+// Nothing is changed when it throws (ParseError "PATH: reason").
+template <class Scalar>
+CheckpointInfo load_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
+                               Eigen::Ref<typename Optimizer<Scalar>::Vector> values,
+                               Optimizer<Scalar>* optimizer, const CheckpointLoadOptions& options = {}) {
+  namespace d = checkpoint_detail;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  const SafetensorsFile file = load_safetensors(path);
+  const auto meta = [&](const std::string& key) -> const std::string* {
+    const auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? nullptr : &it->second;
+  };
+  const std::string* format = meta("format");
+  if (format && *format != d::format)
+    throw ParseError(path, 0, "__metadata__ format is '" + *format + "', expected '" + d::format + "'");
+
+  std::map<std::string, bool> used;
+  Vector staged = values;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const ParameterInfo& p = infos[i];
+    if (p.offset < 0 || p.offset + p.size() > values.size())
+      throw Error("load_checkpoint: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
+                  std::to_string(values.size()) + " values");
+    d::read_tensor<Scalar>(path, file, p.name, p, options, staged.data() + p.offset);
+    used[p.name] = true;
+  }
+
+  std::vector<Vector> state;
+  long long optimizer_steps = 0;
+  if (optimizer != nullptr) {
+    const std::string* kind = format ? meta("optimizer") : nullptr;
+    if (kind == nullptr || *kind == "none")
+      throw ParseError(path, 0, "the checkpoint holds no optimizer state (this optimizer is '" + optimizer->kind() +
+                                    "')");
+    if (*kind != optimizer->kind())
+      throw ParseError(path, 0, "the checkpoint's optimizer is '" + *kind + "', this optimizer is '" +
+                                    optimizer->kind() + "'");
+    const std::string* steps = meta("optimizer.steps");
+    if (steps == nullptr) throw ParseError(path, 0, "__metadata__ has no 'optimizer.steps'");
+    optimizer_steps = d::parse_count(path, "optimizer.steps", *steps);
+    for (const std::string& s : optimizer->state_names()) {
+      state.push_back(Vector::Zero(values.size()));
+      for (const ParameterInfo& p : infos) {
+        if (!p.trainable) continue;
+        const std::string name = "optimizer." + s + "." + p.name;
+        d::read_tensor<Scalar>(path, file, name, p, options, state.back().data() + p.offset);
+        used[name] = true;
+      }
+    }
+  }
+  for (const auto& kv : file.tensors) {
+    if (used.count(kv.first) || options.allow_unexpected) continue;
+    if (optimizer == nullptr && starts_with(kv.first, "optimizer.")) continue;
+    throw ParseError(path, 0, "unexpected tensor '" + kv.first + "' (the model has no parameter of that name)");
+  }
+
+  CheckpointInfo info;
+  info.metadata = file.metadata;
+  if (const std::string* step = meta("step")) info.step = d::parse_count(path, "step", *step);
+  values = staged;
+  if (optimizer != nullptr) optimizer->restore(std::move(state), optimizer_steps);
+  return info;
+}
+
+template <class Scalar>
+CheckpointInfo load_checkpoint(const std::string& path, ParameterStore<Scalar>& store, Optimizer<Scalar>* optimizer,
+                               const CheckpointLoadOptions& options = {}) {
+  return load_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, options);
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_TRAIN_CHECKPOINT_HPP

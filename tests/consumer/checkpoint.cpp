@@ -1,0 +1,23 @@
+// Uses the installed synattn::checkpoint target: saves a tiny checkpoint and
+// loads it back, so a broken export of nlohmann_json fails loudly.
+#include <synattn/synattn.hpp>
+#include <synattn/train/checkpoint.hpp>
+
+#include <iostream>
+#include <string>
+
+int main(int argc, char** argv) {
+  const std::string path = argc > 1 ? argv[1] : "consumer.safetensors";
+  synattn::ParameterStore<double> a, b;
+  a.add("w", 1, 3);
+  b.add("w", 1, 3);
+  a.values() << 1.5, -2.0, 0.25;
+  synattn::save_checkpoint<double>(path, a, nullptr, 7);
+  const synattn::CheckpointInfo info = synattn::load_checkpoint<double>(path, b, nullptr);
+  if (info.step != 7 || b.values() != a.values()) {
+    std::cerr << "consumer_checkpoint: round trip failed\n";
+    return 1;
+  }
+  std::cout << "consumer_checkpoint: ok\n";
+  return 0;
+}

@@ -1,0 +1,62 @@
+// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_.
+#include <catch2/catch.hpp>
+
+#include <synattn/train/clipping.hpp>
+
+#include <cmath>
+#include <limits>
+
+using synattn::ParameterStore;
+
+TEMPLATE_TEST_CASE("clip_grad_norm scales trainable gradients to max_norm", "[train][clip]", float, double) {
+  ParameterStore<TestType> store;
+  store.add("a", 1, 2);
+  store.add("frozen", 1, 1, false);
+  store.add("b", 2, 1);
+  // Trainable gradients 3, 4 | 12 | 0, 0: norm 5 (the frozen 12 is not counted).
+  store.gradients() << 3, 4, 12, 0, 0;
+
+  SECTION("below the limit nothing changes") {
+    const auto r = synattn::clip_grad_norm(store, 10.0);
+    CHECK(r.total_norm == 5.0);
+    CHECK(r.scale == 1.0);
+    CHECK_FALSE(r.clipped());
+    CHECK(store.gradients()[0] == TestType(3));
+  }
+  SECTION("above it the gradients are scaled by max_norm / (norm + 1e-6)") {
+    const auto r = synattn::clip_grad_norm(store, 1.0);
+    CHECK(r.total_norm == 5.0);
+    CHECK(r.clipped());
+    CHECK_THAT(r.scale, Catch::Matchers::WithinRel(1.0 / (5.0 + 1e-6), 1e-15));
+    CHECK_THAT(static_cast<double>(store.gradients()[0]), Catch::Matchers::WithinRel(3 / (5.0 + 1e-6), 1e-6));
+    CHECK_THAT(static_cast<double>(store.gradients()[1]), Catch::Matchers::WithinRel(4 / (5.0 + 1e-6), 1e-6));
+    CHECK(store.gradients()[2] == TestType(12));  // frozen: untouched
+    const auto again = synattn::clip_grad_norm(store, 1.0);
+    CHECK_THAT(again.total_norm, Catch::Matchers::WithinRel(1.0, 1e-6));
+  }
+}
+
+TEST_CASE("clip_grad_norm sums in double, so float gradients do not overflow", "[train][clip]") {
+  ParameterStore<float> store;
+  store.add("a", 1, 2);
+  store.gradients() << 3e20f, 4e20f;  // squares overflow float
+  const auto r = synattn::clip_grad_norm(store, 1.0);
+  CHECK(r.finite);
+  CHECK_THAT(r.total_norm, Catch::Matchers::WithinRel(5e20, 1e-6));
+  CHECK_THAT(static_cast<double>(store.gradients()[1]), Catch::Matchers::WithinRel(0.8, 1e-6));
+}
+
+TEST_CASE("a non-finite norm is reported, or thrown naming the entry", "[train][clip][errors]") {
+  ParameterStore<double> store;
+  store.add("a", 1, 2);
+  store.add("b", 1, 3);
+  store.gradients() << 1, 2, 3, std::numeric_limits<double>::quiet_NaN(), 5;
+  const auto r = synattn::clip_grad_norm(store, 1.0);
+  CHECK_FALSE(r.finite);
+  CHECK(std::isnan(r.total_norm));
+  CHECK(store.gradients()[0] == 1.0);  // left alone
+  synattn::ClipOptions strict;
+  strict.error_if_nonfinite = true;
+  CHECK_THROWS_WITH(synattn::clip_grad_norm(store, 1.0, strict), Catch::Contains("gradient of 'b' entry 1 is nan"));
+  CHECK_THROWS_WITH(synattn::clip_grad_norm(store, 0.0), Catch::Contains("max_norm must be finite and > 0"));
+}

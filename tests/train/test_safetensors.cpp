@@ -1,0 +1,210 @@
+// The safetensors layer: bit-exact round trips, a file written by Python
+// (json + numpy only), and a table of malformed files, each refused with a
+// ParseError naming the problem; no truncation of a valid file crashes.
+#include <catch2/catch.hpp>
+
+#include <synattn/io/safetensors.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using synattn::SafetensorsDType;
+using synattn::SafetensorsFile;
+using synattn::SafeTensor;
+
+namespace {
+
+std::string le64(std::uint64_t n) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  return s;
+}
+
+// A file with this header text and `data_bytes` zero bytes of data.
+std::string file_of(const std::string& header, std::size_t data_bytes) {
+  return le64(header.size()) + header + std::string(data_bytes, '\0');
+}
+
+SafetensorsFile parse(const std::string& bytes) {
+  return synattn::parse_safetensors(bytes.data(), bytes.size(), "bad.safetensors");
+}
+
+template <class T>
+std::vector<T> awkward_values() {
+  return {T(1.5), T(-0.0), std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+          std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max(), T(0.1)};
+}
+
+std::string temp_path(const std::string& name) { return "synattn_test_" + name + ".safetensors"; }
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("safetensors files load back bit for bit", "[safetensors]", float, double) {
+  SafetensorsFile f;
+  const std::vector<TestType> v = awkward_values<TestType>();
+  f.tensors["b.vector"] = SafeTensor::from(v.data(), {7});
+  f.tensors["a.matrix"] = SafeTensor::from(v.data(), {1, 3, 2});
+  f.tensors["empty"] = SafeTensor::from(v.data(), {0, 4});
+  f.tensors["scalar"] = SafeTensor::from(v.data() + 6, {});
+  const std::uint8_t bytes[3] = {1, 2, 3};
+  f.tensors["odd"].dtype = SafetensorsDType::U8;  // misaligns what follows unless the writer sorts by size
+  f.tensors["odd"].shape = {3};
+  f.tensors["odd"].bytes.assign(bytes, bytes + 3);
+  f.metadata["note"] = "ünïcode ok";
+
+  const std::string path = temp_path(std::string("roundtrip_") + (sizeof(TestType) == 4 ? "f" : "d"));
+  synattn::save_safetensors(path, f);
+  const SafetensorsFile g = synattn::load_safetensors(path);
+  std::remove(path.c_str());
+
+  REQUIRE(g.tensors.size() == f.tensors.size());
+  for (const auto& kv : f.tensors) {
+    INFO(kv.first);
+    const SafeTensor& t = g.tensors.at(kv.first);
+    CHECK(t.dtype == kv.second.dtype);
+    CHECK(t.shape == kv.second.shape);
+    CHECK(t.bytes == kv.second.bytes);
+  }
+  CHECK(g.metadata == f.metadata);
+  CHECK(std::isnan(g.tensors.at("b.vector").get<TestType>(2)));
+  CHECK(std::signbit(g.tensors.at("b.vector").get<TestType>(1)));
+
+  // The header is padded to 8 bytes and every tensor is aligned to its size.
+  const std::string raw = synattn::serialize_safetensors(f);
+  std::uint64_t n = 0;
+  std::memcpy(&n, raw.data(), 8);
+  CHECK(n % 8 == 0);
+  CHECK(raw.size() == 8 + n + 14 * sizeof(TestType) + 3);  // 7 + 6 + 0 + 1 values, 3 bytes
+}
+
+TEST_CASE("a file written by Python (json + numpy) loads", "[safetensors]") {
+  // tests/golden/safetensors/python_written.safetensors, made by
+  // tools/make_safetensors_reference.py; the values are its formulas.
+  const SafetensorsFile f =
+      synattn::load_safetensors(std::string(SYNATTN_SOURCE_DIR) + "/tests/golden/safetensors/python_written.safetensors");
+  REQUIRE(f.tensors.size() == 4);
+  CHECK(f.metadata.at("made_by") == "tools/make_safetensors_reference.py");
+
+  const SafeTensor& wq = f.tensors.at("layers.0.attention.Wq");
+  CHECK(wq.dtype == SafetensorsDType::F64);
+  CHECK(wq.shape == std::vector<std::uint64_t>{2, 3});
+  for (std::size_t i = 0; i < 6; ++i) CHECK(wq.get<double>(i) == 0.25 * static_cast<double>(i) - 0.5);
+
+  const SafeTensor& table = f.tensors.at("bias.table");
+  CHECK(table.dtype == SafetensorsDType::F32);
+  CHECK(table.shape == std::vector<std::uint64_t>{3});
+  CHECK(table.get<float>(0) == 1.5f);
+  CHECK(table.get<float>(1) == -2.0f);
+  CHECK(table.get<float>(2) == 0.125f);
+
+  const SafeTensor& scale = f.tensors.at("layers.0.attention.scale");
+  CHECK(scale.shape.empty());
+  CHECK(scale.elements() == 1);
+  CHECK(scale.get<double>(0) == 0.75);
+
+  const SafeTensor& ids = f.tensors.at("token_ids");
+  CHECK(ids.dtype == SafetensorsDType::I64);
+  REQUIRE(ids.bytes.size() == 32);
+  for (std::size_t i = 0; i < 4; ++i) {
+    std::int64_t v;
+    std::memcpy(&v, ids.bytes.data() + 8 * i, 8);
+    CHECK(v == 7 * static_cast<std::int64_t>(i) - 3);
+  }
+  CHECK_THROWS_WITH(ids.get<double>(0), Catch::Contains("dtype I64 is not F32 or F64"));
+}
+
+TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors][errors]") {
+  const std::string t8 = R"("dtype":"F64","shape":[1])";  // one 8-byte tensor
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"empty file", "", "too short for the 8-byte header length"},
+      {"7 bytes", std::string(7, '\0'), "too short for the 8-byte header length"},
+      {"header length past the end", le64(1000) + "{}", "header length 1000 runs past the end of the file (2 bytes"},
+      {"absurd header length", le64(std::uint64_t(1) << 62) + "{}", "exceeds the 100000000-byte limit"},
+      {"header not an object", file_of("[1]", 0), "header does not start with '{'"},
+      {"empty header", file_of("", 0), "header does not start with '{'"},
+      {"bad JSON", file_of(R"({"a":)", 0), "header is not valid JSON"},
+      {"invalid UTF-8", file_of("{\"\xff\":1}", 0), "header is not valid JSON"},
+      {"trailing garbage", file_of("{} x", 0), "header is not valid JSON"},
+      {"duplicate tensor", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]},"a":{)" + t8 +
+                                       R"(,"data_offsets":[8,16]}})", 16),
+       "tensor 'a' appears twice"},
+      {"deep nesting", file_of(R"({"a":{"shape":[[[[1]]]]}})", 0), "nests deeper than the format allows"},
+      {"entry not an object", file_of(R"({"a":3})", 0), "tensor 'a': entry is a number, expected an object"},
+      {"missing dtype", file_of(R"({"a":{"shape":[1],"data_offsets":[0,8]}})", 8), "tensor 'a': missing 'dtype'"},
+      {"missing shape", file_of(R"({"a":{"dtype":"F64","data_offsets":[0,8]}})", 8), "tensor 'a': missing 'shape'"},
+      {"missing offsets", file_of(R"({"a":{)" + t8 + "}}", 8), "tensor 'a': missing 'data_offsets'"},
+      {"extra key", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8],"foo":1}})", 8),
+       "tensor 'a': unexpected key 'foo'"},
+      {"unknown dtype", file_of(R"({"a":{"dtype":"F128","shape":[1],"data_offsets":[0,8]}})", 8),
+       "tensor 'a': unknown dtype 'F128'"},
+      {"dtype not a string", file_of(R"({"a":{"dtype":4,"shape":[1],"data_offsets":[0,8]}})", 8),
+       "tensor 'a': dtype is a number, expected a string"},
+      {"negative dimension", file_of(R"({"a":{"dtype":"F64","shape":[-1],"data_offsets":[0,8]}})", 8),
+       "tensor 'a': shape entry 0 is -1, expected a non-negative integer"},
+      {"fractional dimension", file_of(R"({"a":{"dtype":"F64","shape":[2.5],"data_offsets":[0,8]}})", 8),
+       "shape entry 0 is 2.5"},
+      {"overflowing shape",
+       file_of(R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+       "is too large to exist"},
+      {"offsets not a pair", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0]}})", 8),
+       "data_offsets is [0], expected [begin, end]"},
+      {"offsets past the data", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]}})", 4),
+       "data_offsets [0, 8] out of range (the data holds 4 bytes)"},
+      {"reversed offsets", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[8,0]}})", 8), "out of range"},
+      {"span not matching dtype x shape", file_of(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+       "data_offsets span 8 bytes, dtype F32 x shape [3] needs 12"},
+      {"overlap", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],)" +
+                              R"("data_offsets":[4,12]}})", 12),
+       "tensors 'a' and 'b' overlap"},
+      {"gap", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[4,12]}})", 12), "bytes [0, 4) of the data belong to no tensor"},
+      {"unused tail", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]}})", 12),
+       "the data holds 12 bytes but the tensors end at 8"},
+      {"metadata not strings", file_of(R"({"__metadata__":{"k":1}})", 0),
+       "__metadata__ entry 'k' is a number, expected a string"},
+      {"metadata not an object", file_of(R"({"__metadata__":[]})", 0), "__metadata__ is not an object"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    CHECK_THROWS_AS(parse(c.bytes), synattn::ParseError);
+    CHECK_THROWS_WITH(parse(c.bytes), Catch::StartsWith("bad.safetensors: ") && Catch::Contains(c.expected));
+  }
+  // Padding with spaces is allowed, and a tensor-less file is valid.
+  CHECK(parse(file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]}}   )", 8)).tensors.size() == 1);
+  CHECK(parse(file_of("{}", 0)).tensors.empty());
+  CHECK_THROWS_WITH(synattn::load_safetensors("/nonexistent/x.safetensors"),
+                    Catch::StartsWith("/nonexistent/x.safetensors: cannot open file"));
+}
+
+TEST_CASE("every truncation of a valid file is refused cleanly", "[safetensors][errors]") {
+  SafetensorsFile f;
+  const std::vector<double> v = awkward_values<double>();
+  f.tensors["x"] = SafeTensor::from(v.data(), {7});
+  f.tensors["y"] = SafeTensor::from(v.data(), {2, 2});
+  f.metadata["k"] = "v";
+  const std::string raw = synattn::serialize_safetensors(f);
+  REQUIRE(parse(raw).tensors.size() == 2);
+  for (std::size_t n = 0; n < raw.size(); ++n) {
+    INFO("first " << n << " bytes");
+    CHECK_THROWS_AS(parse(raw.substr(0, n)), synattn::ParseError);
+  }
+}
+
+TEST_CASE("the writer refuses tensors whose bytes do not match their shape", "[safetensors][errors]") {
+  SafetensorsFile f;
+  const double x[2] = {1, 2};
+  f.tensors["x"] = SafeTensor::from(x, {2});
+  f.tensors["x"].shape = {3};
+  CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("tensor 'x' has 16 bytes, dtype F64 x shape [3] needs 24"));
+  f.tensors["x"].shape = {2};
+  f.tensors["bad\xff"] = f.tensors["x"];
+  CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("not valid UTF-8"));
+}
