@@ -31,6 +31,18 @@
 
 #include "util/parallel.hpp"
 #include "util/parameters.hpp"
+#include "util/random.hpp"
+
+#include "nn/common.hpp"
+#include "nn/linear.hpp"
+#include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
+#include "nn/feed_forward.hpp"
+#include "nn/encoder_layer.hpp"
+#include "nn/encoder.hpp"
+#include "nn/token_classifier.hpp"
+#include "nn/parameter_binding.hpp"
+#include "nn/tagger.hpp"
 
 // Training machinery. Not here: io/safetensors.hpp and train/checkpoint.hpp,
 // which need nlohmann-json (link synattn::checkpoint and include them).

@@ -190,6 +190,10 @@ class SyntaxBiasedAttention {
     store_.visit(std::forward<F>(f));
   }
   void zero_grad() { store_.zero_grad(); }
+  // The layer's store, for a model that binds it into one flat buffer (see
+  // util/parameters.hpp). parameters() / gradients() throw while bound.
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
   // Re-draws the projections from `seed` and resets table, scale and mixing.
   void reset_parameters(std::uint64_t seed);
 
@@ -254,7 +258,8 @@ class SyntaxBiasedAttention {
                     const Eigen::Ref<const BucketBlock>& buckets, bool training, Eigen::Ref<Matrix> out) const;
   void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
                      Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
-  BiasTableRef<Scalar> table_ref(Scalar* gradients) const;
+  BiasTableRef<Scalar> table_ref(Scalar* gradients, bool own_gradients) const;
+  Scalar* grad_at(Scalar* gradients, int id) const;
 
   AttentionOptions options_;
   int dk_ = 0, dv_ = 0, dm_kv_ = 0;

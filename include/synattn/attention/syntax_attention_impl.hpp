@@ -110,6 +110,8 @@ SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& opt
   }
   if (options_.talking_heads_pre) id_.pre = store_.add("mix_pre", h, h);
   if (options_.talking_heads_post) id_.post = store_.add("mix_post", h, h);
+  store_.keep_adjacent(id_.wq, id_.wv);  // the stacked products below rely on it when bound
+  store_.keep_adjacent(id_.bq, id_.bv);
   reset_parameters(options_.seed);
 }
 
@@ -136,18 +138,27 @@ void SyntaxBiasedAttention<Scalar>::reset_parameters(std::uint64_t seed) {
 template <class Scalar>
 BiasTableRef<Scalar> SyntaxBiasedAttention<Scalar>::bias_table() {
   if (!options_.syntax_bias) throw Error("SyntaxBiasedAttention: the layer has no syntax bias (syntax_bias = false)");
-  return table_ref(store_.gradients().data());
+  return table_ref(nullptr, true);
 }
 
 // A view whose values are the layer's and whose gradients live in `gradients`
-// (the layer's or a caller's buffer). Forward only reads through it.
+// (a caller's buffer laid out like the layer's, or with own_gradients the
+// layer's own, possibly bound, gradients). Forward only reads through it.
 template <class Scalar>
-BiasTableRef<Scalar> SyntaxBiasedAttention<Scalar>::table_ref(Scalar* gradients) const {
-  Scalar* values = const_cast<Scalar*>(store_.values().data());
-  const ParameterInfo& t = store_.info(id_.table);
-  const ParameterInfo& s = store_.info(id_.scale);
-  return BiasTableRef<Scalar>(options_.bias, options_.heads, values + t.offset, values + s.offset,
-                              gradients ? gradients + t.offset : nullptr, gradients ? gradients + s.offset : nullptr);
+BiasTableRef<Scalar> SyntaxBiasedAttention<Scalar>::table_ref(Scalar* gradients, bool own_gradients) const {
+  Scalar* values_t = const_cast<Scalar*>(store_.value_data(id_.table));
+  Scalar* values_s = const_cast<Scalar*>(store_.value_data(id_.scale));
+  const bool g = gradients || own_gradients;
+  return BiasTableRef<Scalar>(options_.bias, options_.heads, values_t, values_s,
+                              g ? grad_at(gradients, id_.table) : nullptr, g ? grad_at(gradients, id_.scale) : nullptr);
+}
+
+// Gradient storage of parameter `id`: inside a caller's buffer laid out like
+// the layer's, or (gradients == null) the layer's own, possibly bound to a
+// model's buffer.
+template <class Scalar>
+Scalar* SyntaxBiasedAttention<Scalar>::grad_at(Scalar* gradients, int id) const {
+  return gradients ? gradients + store_.info(id).offset : const_cast<Scalar*>(store_.gradient_data(id));
 }
 
 // ---------------------------------------------------------------------------
@@ -537,31 +548,26 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
   const Index B = c.batch_, nq = c.n_q_, nkv = c.n_kv_, dk = dk_, dv = dv_;
   const int H = options_.heads;
   const Index hdk = H * dk;
-  const Scalar* params = store_.values().data();
   const bool cross = c.cross_;
   const bool bias = options_.syntax_bias, causal = options_.causal;
   const bool pre = options_.talking_heads_pre, post = options_.talking_heads_post;
 
   // ---- 1. Projections ----
-  const ParameterInfo& wq = store_.info(id_.wq);
-  const ParameterInfo& bq = store_.info(id_.bq);
-  const ParameterInfo& wk = store_.info(id_.wk);
-  const ParameterInfo& bk = store_.info(id_.bk);
   using ConstMap = Eigen::Map<const Matrix>;
   using ConstRow = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
   if (!cross) {
     // qkv (B*n, 2h*dk + h*dv) = x (B*n, d) [Wq; Wk; Wv]^T + [bq, bk, bv]
-    const ConstMap w(params + wq.offset, c.qkv_.cols(), options_.d_model);
-    const ConstRow b(params + bq.offset, c.qkv_.cols());
+    const ConstMap w(store_.value_data(id_.wq), c.qkv_.cols(), options_.d_model);
+    const ConstRow b(store_.value_data(id_.bq), c.qkv_.cols());
     parallel_chunks(B * nq, double(w.size()), [&](Index r0, Index m) {
       kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w, b.data());
     });
   } else {
     // q (B*n_q, h*dk) = x_q Wq^T + bq;  kv (B*n_kv, h*dk + h*dv) = memory [Wk; Wv]^T + [bk, bv]
-    const ConstMap w_q(params + wq.offset, hdk, options_.d_model);
-    const ConstRow b_q(params + bq.offset, hdk);
-    const ConstMap w_kv(params + wk.offset, c.kv_.cols(), dm_kv_);
-    const ConstRow b_kv(params + bk.offset, c.kv_.cols());
+    const ConstMap w_q(store_.value_data(id_.wq), hdk, options_.d_model);
+    const ConstRow b_q(store_.value_data(id_.bq), hdk);
+    const ConstMap w_kv(store_.value_data(id_.wk), c.kv_.cols(), dm_kv_);
+    const ConstRow b_kv(store_.value_data(id_.bk), c.kv_.cols());
     parallel_chunks(B * nq, double(w_q.size()), [&](Index r0, Index m) {
       kernels::linear_product<Scalar>(c.qkv_.middleRows(r0, m), x_q.middleRows(r0, m), w_q, b_q.data());
     });
@@ -576,7 +582,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
 
   // ---- 2. Attention per (sequence, head) ----
   const BiasTableRef<Scalar> table =
-      bias ? table_ref(nullptr) : BiasTableRef<Scalar>(options_.bias, H, nullptr, nullptr, nullptr, nullptr);
+      bias ? table_ref(nullptr, false) : BiasTableRef<Scalar>(options_.bias, H, nullptr, nullptr, nullptr, nullptr);
   const int slots = bias ? num_buckets() + 1 : 0;
   const auto lq_of = [&](Index b) { return static_cast<Index>(c.lengths_q_[static_cast<std::size_t>(b)]); };
   const auto lk_of = [&](Index b) { return static_cast<Index>(c.lengths_kv_[static_cast<std::size_t>(b)]); };
@@ -638,7 +644,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
   // dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv): every head's block of
   // sequence b mixed by M.
   const auto mix = [&](const Matrix& src, Matrix& dst, int id, Index b) {
-    const ConstMap M(params + store_.info(id).offset, H, H);
+    const ConstMap M(store_.value_data(id), H, H);
     const Index len = nq * nkv;
     Eigen::Map<const Matrix> s(src.data() + b * H * len, H, len);
     Eigen::Map<Matrix> d(dst.data() + b * H * len, H, len);
@@ -728,8 +734,8 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
   }
 
   // ---- 3. Output projection: out (B*n_q, d) = ctx (B*n_q, h*dv) Wo^T + bo ----
-  const ConstMap wo(params + store_.info(id_.wo).offset, options_.d_model, H * dv);
-  const ConstRow bo(params + store_.info(id_.bo).offset, options_.d_model);
+  const ConstMap wo(store_.value_data(id_.wo), options_.d_model, H * dv);
+  const ConstRow bo(store_.value_data(id_.bo), options_.d_model);
   parallel_chunks(B * nq, double(wo.size()), [&](Index r0, Index m) {
     kernels::linear_product<Scalar>(out.middleRows(r0, m), c.ctx_.middleRows(r0, m), wo, bo.data());
   });
@@ -742,7 +748,10 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
                                              Eigen::Ref<Matrix> dx) {
-  backward(cache, dout, dx, store_.gradients());
+  const char* fn = "SyntaxBiasedAttention::backward";
+  check_backward(fn, cache, false, dout, store_.size());
+  check_output(fn, "dx", dx.rows(), dx.cols(), cache.batch_ * cache.n_q_, options_.d_model);
+  backward_core(cache, dout, dx, nullptr, nullptr);  // the layer's own (possibly bound) gradients
 }
 
 template <class Scalar>
@@ -765,7 +774,11 @@ void SyntaxBiasedAttention<Scalar>::backward(Cache& cache, const Eigen::Ref<cons
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout,
                                                    Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix> dmemory) {
-  backward_cross(cache, dout, dx_q, dmemory, store_.gradients());
+  const char* fn = "SyntaxBiasedAttention::backward_cross";
+  check_backward(fn, cache, true, dout, store_.size());
+  check_output(fn, "dx_q", dx_q.rows(), dx_q.cols(), cache.batch_ * cache.n_q_, options_.d_model);
+  check_output(fn, "dmemory", dmemory.rows(), dmemory.cols(), cache.batch_ * cache.n_kv_, dm_kv_);
+  backward_core(cache, dout, dx_q, &dmemory, nullptr);
 }
 
 template <class Scalar>
@@ -800,7 +813,6 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   const Index B = c.batch_, nq = c.n_q_, nkv = c.n_kv_, dk = dk_, dv = dv_, d = options_.d_model;
   const int H = options_.heads;
   const Index hdk = H * dk, hdv = H * dv;
-  const Scalar* params = store_.values().data();
   const bool cross = c.cross_;
   const bool bias = options_.syntax_bias, causal = options_.causal;
   const bool pre = options_.talking_heads_pre, post = options_.talking_heads_post;
@@ -811,10 +823,9 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   const auto lk_of = [&](Index b) { return static_cast<Index>(c.lengths_kv_[static_cast<std::size_t>(b)]); };
 
   // ---- 1. Output projection ----
-  const ParameterInfo& wo_info = store_.info(id_.wo);
-  const ConstMap wo(params + wo_info.offset, d, hdv);  // Wo: (d, h*dv)
-  Map dwo(grads + wo_info.offset, d, hdv);             // dWo: (d, h*dv)
-  Scalar* dbo = grads + store_.info(id_.bo).offset;    // dbo: (d)
+  const ConstMap wo(store_.value_data(id_.wo), d, hdv);  // Wo: (d, h*dv)
+  Map dwo(grad_at(grads, id_.wo), d, hdv);  // dWo: (d, h*dv)
+  Scalar* dbo = grad_at(grads, id_.bo);     // dbo: (d)
   c.dctx_.resize(B * nq, hdv);
   // dctx (B*n_q, h*dv) = G (B*n_q, d) Wo (d, h*dv)
   parallel_chunks(B * nq, double(wo.size()),
@@ -924,7 +935,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   const Index len = nq * nkv;
   if (pre || post) c.mix_partial_.resize(B, 2 * H * H);
   const auto mix_backward = [&](const Matrix& dy, const Matrix& xin, Matrix& dx_out, int id, int slot, Index b) {
-    const ConstMap M(params + store_.info(id).offset, H, H);
+    const ConstMap M(store_.value_data(id), H, H);
     Eigen::Map<const Matrix> dY(dy.data() + b * H * len, H, len);              // (h, n_q*n_kv)
     Eigen::Map<const Matrix> X(xin.data() + b * H * len, H, len);              // (h, n_q*n_kv)
     Eigen::Map<Matrix> dX(dx_out.data() + b * H * len, H, len);                // (h, n_q*n_kv)
@@ -1010,15 +1021,11 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   }
 
   // ---- 3. Input projections ----
-  const ParameterInfo& wq = store_.info(id_.wq);
-  const ParameterInfo& bq = store_.info(id_.bq);
-  const ParameterInfo& wk = store_.info(id_.wk);
-  const ParameterInfo& bk = store_.info(id_.bk);
   if (!cross) {
     const Index rows = c.qkv_.cols();               // 2h*dk + h*dv
-    const ConstMap w(params + wq.offset, rows, d);  // [Wq; Wk; Wv]: (rows, d)
-    Map dw(grads + wq.offset, rows, d);
-    Scalar* db = grads + bq.offset;
+    const ConstMap w(store_.value_data(id_.wq), rows, d);  // [Wq; Wk; Wv]: (rows, d)
+    Map dw(grad_at(grads, id_.wq), rows, d);
+    Scalar* db = grad_at(grads, id_.bq);
     // dW[r0:r0+m] (m, d) += dqkv[:, r0:r0+m]^T (m, B*n) x (B*n, d); db += colsum
     parallel_chunks(rows, double(B * nq) * double(d), [&](Index r0, Index m) {
       dw.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;
@@ -1028,12 +1035,12 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     parallel_chunks(B * nq, double(w.size()),
                     [&](Index r0, Index m) { dx_q.middleRows(r0, m).noalias() = c.dqkv_.middleRows(r0, m) * w; });
   } else {
-    const ConstMap w_q(params + wq.offset, hdk, d);              // Wq: (h*dk, d)
-    const ConstMap w_kv(params + wk.offset, hdk + hdv, dm_kv_);  // [Wk; Wv]: (h*dk + h*dv, d_mem)
-    Map dw_q(grads + wq.offset, hdk, d);
-    Map dw_kv(grads + wk.offset, hdk + hdv, dm_kv_);
-    Scalar* db_q = grads + bq.offset;
-    Scalar* db_kv = grads + bk.offset;
+    const ConstMap w_q(store_.value_data(id_.wq), hdk, d);              // Wq: (h*dk, d)
+    const ConstMap w_kv(store_.value_data(id_.wk), hdk + hdv, dm_kv_);  // [Wk; Wv]: (h*dk + h*dv, d_mem)
+    Map dw_q(grad_at(grads, id_.wq), hdk, d);
+    Map dw_kv(grad_at(grads, id_.wk), hdk + hdv, dm_kv_);
+    Scalar* db_q = grad_at(grads, id_.bq);
+    Scalar* db_kv = grad_at(grads, id_.bk);
     parallel_chunks(hdk, double(B * nq) * double(d), [&](Index r0, Index m) {
       dw_q.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;  // (m, d)
       add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
@@ -1051,7 +1058,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
 
   // ---- 4. Reductions of per-task partials, in task order ----
   if (table_grads) {
-    const BiasTableRef<Scalar> table = table_ref(grads);
+    const BiasTableRef<Scalar> table = table_ref(grads, true);
     Scalar acc[kMaxTableBuckets + 1];
     const int rows = options_.bias.per_head ? H : 1;
     for (int r = 0; r < rows; ++r) {
@@ -1068,7 +1075,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   for (int which = 0; which < 2; ++which) {
     const int id = which == 0 ? id_.pre : id_.post;
     if (id < 0) continue;
-    Map dM(grads + store_.info(id).offset, H, H);
+    Map dM(grad_at(grads, id), H, H);
     for (Index b = 0; b < B; ++b) dM += Eigen::Map<const Matrix>(c.mix_partial_.row(b).data() + which * H * H, H, H);
   }
 }

@@ -4,6 +4,21 @@
 // contiguous vectors, so an optimiser or a serialiser sees one vector each, and
 // a layer copies, moves and assigns by value. Views are made on demand from
 // offsets (nothing stores a pointer into the buffers), so copies never alias.
+//
+// Binding (a whole model in one buffer). A model builds its sub-layers
+// standalone, registers their parameters under prefixed names in its own root
+// store, then bind()s each sub-layer's store to the root's storage: from then
+// on every parameter's value and gradient live where the binding says (the
+// root's buffers), and the sub-layer's own buffers are released. Several
+// stores may bind a parameter to the same place (a table shared by layers:
+// their backward passes all add into one gradient). The flat values() and
+// gradients() of a bound store do not exist (they throw); per-parameter views
+// (value, gradient, visit, set, zero_grad) work as before. Copying a bound
+// store gives an unbound, self-owning copy of the current values, so a copy
+// never aliases the original; moving keeps the binding (the pointers are into
+// the binder's buffers, which the binder re-binds when it moves itself).
+// Layers that rely on several parameters being adjacent (one product against
+// stacked matrices) declare it with keep_adjacent(); bind() checks it.
 #ifndef SYNATTN_UTIL_PARAMETERS_HPP
 #define SYNATTN_UTIL_PARAMETERS_HPP
 
@@ -40,8 +55,29 @@ class ParameterStore {
   using MatrixMap = Eigen::Map<Matrix>;
   using ConstMatrixMap = Eigen::Map<const Matrix>;
 
+  ParameterStore() = default;
+  // A copy owns its storage (unbound), holding the source's current values
+  // and gradients.
+  ParameterStore(const ParameterStore& other)
+      : values_(other.size()), gradients_(other.size()), infos_(other.infos_), adjacent_(other.adjacent_) {
+    for (int i = 0; i < other.count(); ++i) {
+      value(i) = other.value(i);
+      gradient(i) = other.gradient(i);
+    }
+  }
+  ParameterStore& operator=(const ParameterStore& other) {
+    if (this != &other) {
+      ParameterStore copy(other);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  ParameterStore(ParameterStore&&) noexcept = default;
+  ParameterStore& operator=(ParameterStore&&) noexcept = default;
+
   // Registers a zero-initialised rows x cols parameter and returns its id.
   int add(std::string name, Index rows, Index cols, bool trainable = true) {
+    if (bound()) throw Error("ParameterStore::add: cannot add '" + name + "' to a bound store");
     if (rows < 0 || cols < 0)
       throw Error("ParameterStore::add: parameter '" + name + "' has negative shape " + std::to_string(rows) + "x" +
                   std::to_string(cols));
@@ -61,7 +97,8 @@ class ParameterStore {
   }
 
   int count() const noexcept { return static_cast<int>(infos_.size()); }
-  Index size() const noexcept { return values_.size(); }
+  // Scalars in the store's layout (also when bound).
+  Index size() const noexcept { return infos_.empty() ? 0 : infos_.back().offset + infos_.back().size(); }
   const ParameterInfo& info(int id) const { return infos_[static_cast<std::size_t>(id)]; }
   const std::vector<ParameterInfo>& infos() const noexcept { return infos_; }
 
@@ -82,18 +119,83 @@ class ParameterStore {
     return i;
   }
 
-  MatrixMap value(int id) { return map(values_.data(), info(id)); }
-  ConstMatrixMap value(int id) const { return cmap(values_.data(), info(id)); }
-  MatrixMap gradient(int id) { return map(gradients_.data(), info(id)); }
-  ConstMatrixMap gradient(int id) const { return cmap(gradients_.data(), info(id)); }
+  MatrixMap value(int id) { return MatrixMap(value_data(id), info(id).rows, info(id).cols); }
+  ConstMatrixMap value(int id) const { return ConstMatrixMap(value_data(id), info(id).rows, info(id).cols); }
+  MatrixMap gradient(int id) { return MatrixMap(gradient_data(id), info(id).rows, info(id).cols); }
+  ConstMatrixMap gradient(int id) const { return ConstMatrixMap(gradient_data(id), info(id).rows, info(id).cols); }
 
-  // The flat buffers, in registration order.
-  Eigen::Map<Vector> values() { return Eigen::Map<Vector>(values_.data(), values_.size()); }
-  Eigen::Map<const Vector> values() const { return Eigen::Map<const Vector>(values_.data(), values_.size()); }
-  Eigen::Map<Vector> gradients() { return Eigen::Map<Vector>(gradients_.data(), gradients_.size()); }
-  Eigen::Map<const Vector> gradients() const { return Eigen::Map<const Vector>(gradients_.data(), gradients_.size()); }
+  // Where parameter `id`'s value and gradient live (own buffers or bound).
+  Scalar* value_data(int id) {
+    return bound() ? value_ptr_[static_cast<std::size_t>(id)] : values_.data() + info(id).offset;
+  }
+  const Scalar* value_data(int id) const {
+    return bound() ? value_ptr_[static_cast<std::size_t>(id)] : values_.data() + info(id).offset;
+  }
+  Scalar* gradient_data(int id) {
+    return bound() ? gradient_ptr_[static_cast<std::size_t>(id)] : gradients_.data() + info(id).offset;
+  }
+  const Scalar* gradient_data(int id) const {
+    return bound() ? gradient_ptr_[static_cast<std::size_t>(id)] : gradients_.data() + info(id).offset;
+  }
 
-  void zero_grad() { gradients_.setZero(); }
+  // The flat buffers, in registration order (an unbound store only).
+  Eigen::Map<Vector> values() { return Eigen::Map<Vector>(require_unbound("values").values_.data(), size()); }
+  Eigen::Map<const Vector> values() const {
+    return Eigen::Map<const Vector>(require_unbound("values").values_.data(), size());
+  }
+  Eigen::Map<Vector> gradients() {
+    return Eigen::Map<Vector>(require_unbound("gradients").gradients_.data(), size());
+  }
+  Eigen::Map<const Vector> gradients() const {
+    return Eigen::Map<const Vector>(require_unbound("gradients").gradients_.data(), size());
+  }
+
+  // Zeroes every gradient (a shared, bound gradient once per store bound to it).
+  void zero_grad() {
+    if (!bound()) {
+      gradients_.setZero();
+      return;
+    }
+    for (int i = 0; i < count(); ++i) gradient(i).setZero();
+  }
+
+  // ---- Binding ----
+
+  // Parameters first..last (ids, inclusive) must stay adjacent, in order, in
+  // both buffers when bound (checked by bind()).
+  void keep_adjacent(int first, int last) { adjacent_.emplace_back(first, last); }
+
+  // Binds parameter i to values[i] / gradients[i] (info(i).size() scalars
+  // each, owned by the caller and outliving the binding; the caller copies
+  // the values in). The own buffers are released. Throws when a pointer is
+  // null, the counts differ or a keep_adjacent() group is not adjacent.
+  void bind(const std::vector<Scalar*>& values, const std::vector<Scalar*>& gradients) {
+    const auto n = static_cast<std::size_t>(count());
+    if (values.size() != n || gradients.size() != n)
+      throw Error("ParameterStore::bind: got " + std::to_string(values.size()) + " value and " +
+                  std::to_string(gradients.size()) + " gradient pointers, expected " + std::to_string(n));
+    for (std::size_t i = 0; i < n; ++i)
+      if (!values[i] || !gradients[i])
+        throw Error("ParameterStore::bind: null pointer for parameter '" + infos_[i].name + "'");
+    for (const auto& g : adjacent_)
+      for (int i = g.first; i < g.second; ++i) {
+        const auto a = static_cast<std::size_t>(i), b = a + 1;
+        if (values[a] + infos_[a].size() != values[b] || gradients[a] + infos_[a].size() != gradients[b])
+          throw Error("ParameterStore::bind: parameters '" + infos_[a].name + "' and '" + infos_[b].name +
+                      "' must be adjacent (in this order) in the bound buffers");
+      }
+    value_ptr_ = values;
+    gradient_ptr_ = gradients;
+    values_.resize(0);
+    gradients_.resize(0);
+  }
+
+  // Back to own buffers, holding the current values and gradients.
+  void unbind() {
+    if (bound()) *this = ParameterStore(*this);
+  }
+
+  bool bound() const noexcept { return !value_ptr_.empty(); }
 
   // Copies `value` into parameter `name` after checking its shape and that it
   // is finite. A parameter with one row (a bias, a shared table) also accepts
@@ -110,7 +212,7 @@ class ParameterStore {
         if (!std::isfinite(static_cast<double>(value(r, c))))
           throw Error("set_parameter: '" + name + "' element (" + std::to_string(r) + ", " + std::to_string(c) +
                       ") is not finite");
-    MatrixMap dst = map(values_.data(), p);
+    MatrixMap dst = this->value(id(name));
     if (same) {
       dst = value;
     } else {
@@ -121,13 +223,11 @@ class ParameterStore {
   // f(info, value_map, gradient_map) for every parameter in order.
   template <class F>
   void visit(F&& f) {
-    for (std::size_t i = 0; i < infos_.size(); ++i)
-      f(infos_[i], map(values_.data(), infos_[i]), map(gradients_.data(), infos_[i]));
+    for (int i = 0; i < count(); ++i) f(info(i), value(i), gradient(i));
   }
   template <class F>
   void visit(F&& f) const {
-    for (std::size_t i = 0; i < infos_.size(); ++i)
-      f(infos_[i], cmap(values_.data(), infos_[i]), cmap(gradients_.data(), infos_[i]));
+    for (int i = 0; i < count(); ++i) f(info(i), value(i), gradient(i));
   }
 
   // Views of one parameter inside any buffer laid out like this store's
@@ -140,9 +240,23 @@ class ParameterStore {
     return ConstMatrixMap(base + p.offset, p.rows, p.cols);
   }
 
+  const ParameterStore& require_unbound(const char* what) const {
+    if (bound())
+      throw Error(std::string("ParameterStore::") + what +
+                  ": the parameters are bound to an outside buffer (a model's); use the model's flat buffers");
+    return *this;
+  }
+  ParameterStore& require_unbound(const char* what) {
+    static_cast<const ParameterStore&>(*this).require_unbound(what);
+    return *this;
+  }
+
   Vector values_;
   Vector gradients_;
   std::vector<ParameterInfo> infos_;
+  std::vector<std::pair<int, int>> adjacent_;  // keep_adjacent() groups
+  std::vector<Scalar*> value_ptr_;             // bound: per-parameter storage; empty: own buffers
+  std::vector<Scalar*> gradient_ptr_;
 };
 
 }  // namespace synattn

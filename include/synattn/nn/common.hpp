@@ -1,0 +1,104 @@
+// synattn — shared pieces of the nn layers: PyTorch-style initialisers drawn
+// from a counter-based RandomStream, elementwise activations and inverted
+// dropout whose mask is a pure function of (stream, element index).
+#ifndef SYNATTN_NN_COMMON_HPP
+#define SYNATTN_NN_COMMON_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/random.hpp"
+
+namespace synattn {
+namespace nn {
+
+// m[i] ~ U(-bound, bound), element i drawn from stream.uniform(i): the values
+// depend on the stream and the shape only.
+template <class Derived>
+void fill_uniform(Eigen::MatrixBase<Derived>&& m, double bound, const RandomStream& stream) {
+  using Scalar = typename Derived::Scalar;
+  for (Index r = 0; r < m.rows(); ++r)
+    for (Index c = 0; c < m.cols(); ++c) {
+      const auto i = static_cast<std::uint64_t>(r * m.cols() + c);
+      m(r, c) = static_cast<Scalar>((2.0 * stream.uniform(i) - 1.0) * bound);
+    }
+}
+
+// m[i] ~ N(0, 1) by Box-Muller from uniforms 2i and 2i + 1 (nn.Embedding's
+// default initialisation).
+template <class Derived>
+void fill_normal(Eigen::MatrixBase<Derived>&& m, const RandomStream& stream) {
+  using Scalar = typename Derived::Scalar;
+  const double two_pi = 6.283185307179586476925;
+  for (Index r = 0; r < m.rows(); ++r)
+    for (Index c = 0; c < m.cols(); ++c) {
+      const auto i = static_cast<std::uint64_t>(r * m.cols() + c);
+      const double u1 = 1.0 - stream.uniform(2 * i);  // (0, 1]: log is finite
+      const double u2 = stream.uniform(2 * i + 1);
+      m(r, c) = static_cast<Scalar>(std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2));
+    }
+}
+
+enum class Activation { ReLU, GELU };
+
+inline const char* activation_name(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }
+
+// GELU in PyTorch's default (exact) form: x * Phi(x) = x/2 (1 + erf(x/sqrt 2)).
+template <class Scalar>
+inline Scalar gelu(Scalar x) {
+  return Scalar(0.5) * x * (Scalar(1) + std::erf(x * Scalar(0.70710678118654752440)));
+}
+// d gelu / dx = Phi(x) + x phi(x).
+template <class Scalar>
+inline Scalar gelu_derivative(Scalar x) {
+  const Scalar cdf = Scalar(0.5) * (Scalar(1) + std::erf(x * Scalar(0.70710678118654752440)));
+  const Scalar pdf = Scalar(0.39894228040143267794) * std::exp(Scalar(-0.5) * x * x);
+  return cdf + x * pdf;
+}
+
+// Dropout sites of an encoder layer (ids for RandomStream::derive).
+enum DropoutSite : std::uint64_t {
+  kSiteAttentionOutput = 1,
+  kSiteFeedForwardHidden = 2,
+  kSiteFeedForwardOutput = 3,
+  kSiteAttentionProbabilities = 4,  // for the attention layer's own dropout
+  kSiteEmbedding = 5,
+};
+
+// Inverted dropout in place: element (r, c) of the (rows, cols) matrix is
+// kept with probability 1 - p and then scaled by 1 / (1 - p), dropped (set to
+// 0) otherwise. The mask is a function of (stream, r * cols + c) only, so the
+// backward pass applies the same function to the upstream gradient instead of
+// storing the mask, and no thread count changes it. p = 0 is the identity.
+template <class Derived>
+void apply_dropout(const RandomStream& stream, double p, Eigen::MatrixBase<Derived>& x) {
+  using Scalar = typename Derived::Scalar;
+  const std::uint32_t threshold = drop_threshold(p);
+  if (threshold == 0) return;
+  const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
+  const Index cols = x.cols();
+  for (Index r = 0; r < x.rows(); ++r) {
+    const auto base = static_cast<std::uint64_t>(r * cols);
+    for (Index c = 0; c < cols; ++c)
+      x(r, c) = stream.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
+  }
+}
+template <class Derived>
+void apply_dropout(const RandomStream& stream, double p, Eigen::MatrixBase<Derived>&& x) {
+  apply_dropout(stream, p, x);
+}
+
+// Throws unless p is a valid dropout probability; `what` names the option.
+inline void check_probability(const std::string& what, double p) {
+  if (!(p >= 0.0 && p < 1.0)) throw Error(what + ": dropout probability must be in [0, 1), got " + std::to_string(p));
+}
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_COMMON_HPP

@@ -1,0 +1,176 @@
+// synattn — a stack of N encoder layers with an optional final LayerNorm,
+// the syntax bias on a chosen subset of layers, each biased layer with its own
+// table and scale or one table + scale shared by all of them.
+//
+// Sharing is realised by the parameter binding of the model that owns the
+// encoder (see parameter_binding.hpp): the biased layers' "table" / "scale"
+// are bound to one slice of the model's buffer, named "bias.table" /
+// "bias.scale", and every layer's backward adds into its one gradient. A
+// standalone Encoder (not bound into a model) keeps separate tables.
+#ifndef SYNATTN_NN_ENCODER_HPP
+#define SYNATTN_NN_ENCODER_HPP
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/random.hpp"
+#include "encoder_layer.hpp"
+#include "layer_norm.hpp"
+
+namespace synattn {
+namespace nn {
+
+// Which layers get the syntax bias.
+enum class BiasLayers { All, Bottom, Top, None, Custom };
+
+struct EncoderOptions {
+  int layers = 2;
+  // Options of every layer (attention.syntax_bias is overridden per layer by
+  // the choice below; attention.bias is passed through to biased layers).
+  EncoderLayerOptions layer;
+  BiasLayers bias_layers = BiasLayers::All;
+  int bias_k = 0;                // the k of Bottom (layers 0..k-1) and Top (the last k)
+  std::vector<bool> biased;      // Custom: one flag per layer
+  bool share_table = false;      // one table + scale for all biased layers
+  bool final_norm = true;        // a LayerNorm after the last layer (usual with pre-norm)
+
+  // One flag per layer: whether it has the syntax bias. Throws on bad options.
+  std::vector<bool> resolved_biased() const {
+    if (layers < 1) throw Error("EncoderOptions: layers must be >= 1, got " + std::to_string(layers));
+    std::vector<bool> b(static_cast<std::size_t>(layers), false);
+    const auto check_k = [&] {
+      if (bias_k < 0 || bias_k > layers)
+        throw Error("EncoderOptions: bias_k must be in [0, " + std::to_string(layers) + "], got " +
+                    std::to_string(bias_k));
+    };
+    switch (bias_layers) {
+      case BiasLayers::All:
+        b.assign(b.size(), true);
+        break;
+      case BiasLayers::None:
+        break;
+      case BiasLayers::Bottom:
+        check_k();
+        for (int l = 0; l < bias_k; ++l) b[static_cast<std::size_t>(l)] = true;
+        break;
+      case BiasLayers::Top:
+        check_k();
+        for (int l = layers - bias_k; l < layers; ++l) b[static_cast<std::size_t>(l)] = true;
+        break;
+      case BiasLayers::Custom:
+        if (biased.size() != b.size())
+          throw Error("EncoderOptions: biased has " + std::to_string(biased.size()) + " flags, expected one per layer (" +
+                      std::to_string(layers) + ")");
+        b = biased;
+        break;
+    }
+    return b;
+  }
+};
+
+template <class Scalar>
+struct EncoderCache {
+  std::vector<EncoderLayerCache<Scalar>> layers;
+  std::vector<RowMajorMatrix<Scalar>> outputs;  // outputs[l]: layer l's output (tokens, d)
+  LayerNormCache<Scalar> norm;
+  RowMajorMatrix<Scalar> dbuf[2];               // backward ping-pong
+};
+
+template <class Scalar>
+class Encoder {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using BucketBlock = RowMajorMatrix<std::int8_t>;
+  using Cache = EncoderCache<Scalar>;
+
+  explicit Encoder(const EncoderOptions& options) : options_(options), biased_(options.resolved_biased()) {
+    layers_.reserve(biased_.size());
+    for (std::size_t l = 0; l < biased_.size(); ++l) {
+      EncoderLayerOptions o = options.layer;
+      o.attention.syntax_bias = biased_[l];
+      o.seed = RandomStream(options.layer.seed).derive(l).key();
+      layers_.emplace_back(o);
+    }
+    if (options.final_norm) norm_.emplace_back(options.layer.attention.d_model, options.layer.layer_norm_eps);
+  }
+
+  const EncoderOptions& options() const noexcept { return options_; }
+  int num_layers() const noexcept { return static_cast<int>(layers_.size()); }
+  bool is_biased(int layer) const { return biased_.at(static_cast<std::size_t>(layer)); }
+  bool any_biased() const noexcept {
+    for (bool b : biased_)
+      if (b) return true;
+    return false;
+  }
+  EncoderLayer<Scalar>& layer(int l) { return layers_.at(static_cast<std::size_t>(l)); }
+  const EncoderLayer<Scalar>& layer(int l) const { return layers_.at(static_cast<std::size_t>(l)); }
+  bool has_final_norm() const noexcept { return !norm_.empty(); }
+
+  // x: (batch * n, d); returns the encoder output (held in the cache).
+  // `stream` (null: eval) is the encoder's; layer l uses stream->derive(l).
+  const Matrix& forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
+    const std::size_t L = layers_.size();
+    c.layers.resize(L);
+    c.outputs.resize(L + (norm_.empty() ? 0 : 1));
+    for (std::size_t l = 0; l < L; ++l) {
+      const RandomStream ls = stream ? stream->derive(l) : RandomStream();
+      const Eigen::Ref<const Matrix> in = l == 0 ? x : Eigen::Ref<const Matrix>(c.outputs[l - 1]);
+      c.outputs[l].resize(x.rows(), x.cols());
+      layers_[l].forward(in, lengths, buckets, c.layers[l], c.outputs[l], stream ? &ls : nullptr);
+    }
+    if (!norm_.empty()) {
+      c.outputs[L].resize(x.rows(), x.cols());
+      norm_[0].forward(c.outputs[L - 1], c.norm, c.outputs[L]);
+    }
+    return c.outputs.back();
+  }
+
+  // dy: dL/d(output) -> dx: dL/dx; adds every parameter gradient.
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+    const std::size_t L = layers_.size();
+    if (c.layers.size() != L) throw Error("Encoder::backward: the cache holds no forward pass of this encoder");
+    Matrix* cur = &c.dbuf[0];
+    Matrix* next = &c.dbuf[1];
+    if (!norm_.empty()) {
+      cur->resize(dy.rows(), dy.cols());
+      norm_[0].backward(c.norm, dy, *cur);
+    } else {
+      *cur = dy;
+    }
+    for (std::size_t l = L; l-- > 0;) {
+      Matrix& out = l == 0 ? dx : *next;
+      layers_[l].backward(c.layers[l], *cur, out);
+      if (l > 0) std::swap(cur, next);
+    }
+  }
+
+  // Stores in order: "layers.<l>.{attention,norm1,ffn.linear1,ffn.linear2,norm2}.", then "norm.".
+  template <class F>
+  void visit_stores(const std::string& prefix, F&& f) {
+    const std::string shared = options_.share_table ? prefix + "bias." : std::string();
+    for (std::size_t l = 0; l < layers_.size(); ++l)
+      layers_[l].visit_stores(prefix + "layers." + std::to_string(l) + ".", shared, f);
+    if (!norm_.empty()) f(prefix + "norm.", norm_[0].parameter_store(), std::string());
+  }
+  void zero_grad() {
+    for (auto& l : layers_) l.zero_grad();
+    for (auto& n : norm_) n.zero_grad();
+  }
+
+ private:
+  EncoderOptions options_;
+  std::vector<bool> biased_;
+  std::vector<EncoderLayer<Scalar>> layers_;
+  std::vector<LayerNorm<Scalar>> norm_;  // empty or one
+};
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_ENCODER_HPP

@@ -1,0 +1,223 @@
+// synattn — one Transformer encoder layer around SyntaxBiasedAttention,
+// pre-norm or post-norm, with residual connections and dropout:
+//
+//   pre-norm:   h = x + Drop(Attn(LN1(x)));   y = h + Drop(FFN(LN2(h)))
+//   post-norm:  h = LN1(x + Drop(Attn(x)));   y = LN2(h + Drop(FFN(h)))
+//
+// Dropout sites (each its own stream derived from the layer's stream, see
+// common.hpp): attention output, FFN hidden, FFN output, and the attention
+// probabilities (the attention layer's own option, passed at the marked call
+// site). Without a stream (eval mode) nothing is dropped.
+#ifndef SYNATTN_NN_ENCODER_LAYER_HPP
+#define SYNATTN_NN_ENCODER_LAYER_HPP
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../attention/syntax_attention.hpp"
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/random.hpp"
+#include "common.hpp"
+#include "feed_forward.hpp"
+#include "layer_norm.hpp"
+
+namespace synattn {
+namespace nn {
+
+struct EncoderLayerOptions {
+  // d_model, heads, key/value sizes, syntax_bias and its BiasTableOptions.
+  // Its seed is replaced by one derived from `seed` below.
+  AttentionOptions attention;
+  int d_ff = 0;  // 0: 4 * d_model
+  Activation activation = Activation::ReLU;
+  bool pre_norm = true;
+  double attention_output_dropout = 0.0;
+  double ffn_hidden_dropout = 0.0;
+  double ffn_output_dropout = 0.0;
+  double layer_norm_eps = 1e-5;
+  std::uint64_t seed = 0x5eed;
+
+  int resolved_d_ff() const noexcept { return d_ff > 0 ? d_ff : 4 * attention.d_model; }
+  void validate(const std::string& where) const {
+    check_probability(where + ".attention_output_dropout", attention_output_dropout);
+    check_probability(where + ".ffn_hidden_dropout", ffn_hidden_dropout);
+    check_probability(where + ".ffn_output_dropout", ffn_output_dropout);
+    if (d_ff < 0) throw Error(where + ": d_ff must be >= 0 (0: 4 * d_model), got " + std::to_string(d_ff));
+  }
+};
+
+template <class Scalar>
+struct EncoderLayerCache {
+  using Matrix = RowMajorMatrix<Scalar>;
+  AttentionCache<Scalar> attention;
+  LayerNormCache<Scalar> norm1, norm2;
+  FeedForwardCache<Scalar> ffn;
+  Matrix attn_in;   // pre-norm: LN1(x) (the attention's input); post-norm: unused
+  Matrix attn_out;  // Drop(Attn(.))
+  Matrix ffn_in;    // pre-norm: LN2(h); post-norm: h
+  Matrix ffn_out;   // Drop(FFN(.)), then the pre-LN2 sum (post-norm)
+  Matrix d1, d2, d3;  // backward scratch
+  bool dropout = false;
+  RandomStream stream;
+};
+
+template <class Scalar>
+class EncoderLayer {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using BucketBlock = RowMajorMatrix<std::int8_t>;
+  using Cache = EncoderLayerCache<Scalar>;
+
+  explicit EncoderLayer(const EncoderLayerOptions& options)
+      : options_(checked(options)),
+        attention_(attention_options(options)),
+        norm1_(options.attention.d_model, options.layer_norm_eps),
+        norm2_(options.attention.d_model, options.layer_norm_eps),
+        ffn_(options.attention.d_model, options.resolved_d_ff(), options.activation, options.ffn_hidden_dropout,
+             RandomStream(options.seed).derive(2)) {}
+
+  const EncoderLayerOptions& options() const noexcept { return options_; }
+  int d_model() const noexcept { return options_.attention.d_model; }
+
+  // x, y: (batch * n, d_model); lengths and buckets as for the attention
+  // layer (buckets ignored, may be empty, when it has no syntax bias).
+  // `stream` is this layer's dropout stream; null: eval mode.
+  void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
+               const Eigen::Ref<const BucketBlock>& buckets, Cache& c, Eigen::Ref<Matrix> y,
+               const RandomStream* stream) const {
+    const Index tokens = x.rows(), d = d_model();
+    if (x.cols() != d || y.rows() != tokens || y.cols() != d)
+      throw Error("EncoderLayer::forward: x is " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
+                  " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
+                  std::to_string(d) + ")");
+    c.dropout = stream != nullptr;
+    if (stream) c.stream = *stream;
+    c.attn_out.resize(tokens, d);
+    c.ffn_in.resize(tokens, d);
+    c.ffn_out.resize(tokens, d);
+    const RandomStream ffn_hidden = c.stream.derive(kSiteFeedForwardHidden);
+    if (options_.pre_norm) {
+      c.attn_in.resize(tokens, d);
+      norm1_.forward(x, c.norm1, c.attn_in);                          // u = LN1(x)
+      attend(c.attn_in, lengths, buckets, c, stream);                 // a = Drop(Attn(u))
+      c.attn_out += x;                                                // h = x + a (kept in attn_out)
+      norm2_.forward(c.attn_out, c.norm2, c.ffn_in);                  // v = LN2(h)
+      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
+      drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
+      y = c.attn_out + c.ffn_out;                                     // y = h + Drop(FFN(v))
+    } else {
+      attend(x, lengths, buckets, c, stream);                         // a = Drop(Attn(x))
+      c.attn_out += x;                                                // x + a
+      norm1_.forward(c.attn_out, c.norm1, c.ffn_in);                  // h = LN1(x + a)
+      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
+      drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
+      c.ffn_out += c.ffn_in;                                          // h + Drop(FFN(h))
+      norm2_.forward(c.ffn_out, c.norm2, y);                          // y = LN2(.)
+    }
+  }
+
+  // dy (tokens, d) -> dx (tokens, d); adds every parameter gradient.
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+    const Index tokens = dy.rows(), d = d_model();
+    if (dy.cols() != d || tokens != c.ffn_in.rows())
+      throw Error("EncoderLayer::backward: dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
+                  ", expected " + std::to_string(c.ffn_in.rows()) + "x" + std::to_string(d) + " (the forward's shape)");
+    dx.resize(tokens, d);
+    Matrix& dh = c.d1;  // dL/dh (tokens, d)
+    Matrix& df = c.d2;  // dL/d(FFN output) and then dL/d(FFN input) (tokens, d)
+    Matrix& da = c.d3;  // dL/d(attention output), then its input (tokens, d)
+    if (options_.pre_norm) {
+      // y = h + Drop(FFN(LN2(h))):  dh = dy + LN2'(FFN'(Drop'(dy)))
+      df = dy;
+      drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, df);
+      ffn_.backward(c.ffn_in, c.ffn, df, da);                         // da: dL/dv (tokens, d)
+      norm2_.backward(c.norm2, da, da);                               // dL/dh through LN2
+      dh = dy + da;
+      // h = x + Drop(Attn(LN1(x))):  dx = dh + LN1'(Attn'(Drop'(dh)))
+      da = dh;
+      drop(c, kSiteAttentionOutput, options_.attention_output_dropout, da);
+      attention_.backward(c.attention, da, df);                       // df: dL/du (tokens, d)
+      norm1_.backward(c.norm1, df, df);                               // dL/dx through LN1
+      dx = dh + df;
+    } else {
+      // y = LN2(g), g = h + Drop(FFN(h))
+      dh.resize(tokens, d);
+      norm2_.backward(c.norm2, dy, dh);                               // dh: dL/dg (tokens, d)
+      df = dh;
+      drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, df);
+      ffn_.backward(c.ffn_in, c.ffn, df, da);                         // da: FFN path's dL/dh
+      da += dh;                                                       // + residual: dL/dh
+      // h = LN1(x + Drop(Attn(x)))
+      norm1_.backward(c.norm1, da, da);                               // dL/d(x + a)
+      dh = da;
+      drop(c, kSiteAttentionOutput, options_.attention_output_dropout, da);
+      attention_.backward(c.attention, da, df);                       // df: attention path's dL/dx
+      dx = dh + df;
+    }
+  }
+
+  SyntaxBiasedAttention<Scalar>& attention() noexcept { return attention_; }
+  const SyntaxBiasedAttention<Scalar>& attention() const noexcept { return attention_; }
+  LayerNorm<Scalar>& norm1() noexcept { return norm1_; }
+  LayerNorm<Scalar>& norm2() noexcept { return norm2_; }
+  FeedForward<Scalar>& feed_forward() noexcept { return ffn_; }
+
+  // f(name prefix, ParameterStore&, shared prefix) for every sub-layer store,
+  // in order; `shared_bias` (non-empty) names where a shared table and scale
+  // live ("bias." -> "bias.table", "bias.scale").
+  template <class F>
+  void visit_stores(const std::string& prefix, const std::string& shared_bias, F&& f) {
+    f(prefix + "attention.", attention_.parameter_store(), attention_.has_syntax_bias() ? shared_bias : std::string());
+    f(prefix + "norm1.", norm1_.parameter_store(), std::string());
+    ffn_.visit_stores(prefix + "ffn.", [&](const std::string& p, ParameterStore<Scalar>& s) { f(p, s, std::string()); });
+    f(prefix + "norm2.", norm2_.parameter_store(), std::string());
+  }
+  void zero_grad() {
+    attention_.zero_grad();
+    norm1_.zero_grad();
+    norm2_.zero_grad();
+    ffn_.zero_grad();
+  }
+
+ private:
+  static const EncoderLayerOptions& checked(const EncoderLayerOptions& o) {
+    o.validate("EncoderLayerOptions");
+    return o;
+  }
+  static AttentionOptions attention_options(const EncoderLayerOptions& o) {
+    AttentionOptions a = o.attention;
+    a.seed = RandomStream(o.seed).derive(1).key();
+    return a;
+  }
+
+  // cache.attn_out = Drop(Attn(in)).
+  void attend(const Eigen::Ref<const Matrix>& in, const std::vector<int>& lengths,
+              const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
+    // TODO(attention dropout): the training-mode call site of the attention
+    // layer. Once SyntaxBiasedAttention has the forward overload taking a
+    // RandomStream, pass c.stream.derive(kSiteAttentionProbabilities) here
+    // when `stream` is set (and keep this eval-mode call when it is null).
+    (void)stream;
+    attention_.forward(in, lengths, buckets, c.attention, c.attn_out);
+    drop(c, kSiteAttentionOutput, options_.attention_output_dropout, c.attn_out);
+  }
+
+  // In-place dropout of site `site`'s mask (forward and backward alike).
+  static void drop(const Cache& c, DropoutSite site, double p, Matrix& m) {
+    if (c.dropout && p > 0) apply_dropout(c.stream.derive(site), p, m);
+  }
+
+  EncoderLayerOptions options_;
+  SyntaxBiasedAttention<Scalar> attention_;
+  LayerNorm<Scalar> norm1_, norm2_;
+  FeedForward<Scalar> ffn_;
+};
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_ENCODER_LAYER_HPP

@@ -1,0 +1,122 @@
+// synattn — nn.LayerNorm over the feature axis of every token row:
+//   y = (x - mean) / sqrt(var + eps) * weight + bias,  var biased (as PyTorch).
+#ifndef SYNATTN_NN_LAYER_NORM_HPP
+#define SYNATTN_NN_LAYER_NORM_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/parallel.hpp"
+#include "../util/parameters.hpp"
+
+namespace synattn {
+namespace nn {
+
+// What backward needs: the normalised input and 1 / sqrt(var + eps) per row.
+// Buffers are reused across calls of the same shape.
+template <class Scalar>
+struct LayerNormCache {
+  RowMajorMatrix<Scalar> xhat;                        // (tokens, d)
+  Eigen::Matrix<Scalar, Eigen::Dynamic, 1> rstd;      // (tokens)
+};
+
+template <class Scalar>
+class LayerNorm {
+  static_assert(std::is_floating_point<Scalar>::value, "LayerNorm is instantiated for float and double");
+
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Cache = LayerNormCache<Scalar>;
+
+  // Parameters "weight" (1, d) = 1 and "bias" (1, d) = 0.
+  explicit LayerNorm(int d, double eps = 1e-5) : d_(d), eps_(eps) {
+    if (d < 1) throw Error("LayerNorm: d must be >= 1, got " + std::to_string(d));
+    if (!(eps > 0)) throw Error("LayerNorm: eps must be > 0, got " + std::to_string(eps));
+    weight_ = store_.add("weight", 1, d);
+    bias_ = store_.add("bias", 1, d);
+    store_.value(weight_).setOnes();
+  }
+
+  int dim() const noexcept { return d_; }
+  double eps() const noexcept { return eps_; }
+
+  // y (tokens, d) = LN(x); y may alias x (rows are processed one at a time).
+  void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
+    if (x.cols() != d_ || y.rows() != x.rows() || y.cols() != d_)
+      throw Error("LayerNorm::forward: x is " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
+                  " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
+                  std::to_string(d_) + ")");
+    const Index tokens = x.rows();
+    cache.xhat.resize(tokens, d_);
+    cache.rstd.resize(tokens);
+    const auto g = store_.value(weight_);
+    const auto b = store_.value(bias_);
+    const Scalar inv_d = Scalar(1) / Scalar(d_);
+    parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
+      const auto xr = x.row(r);
+      const Scalar mean = xr.sum() * inv_d;
+      auto xh = cache.xhat.row(r);
+      xh = xr.array() - mean;
+      const Scalar var = xh.squaredNorm() * inv_d;
+      const Scalar rstd = Scalar(1) / std::sqrt(var + static_cast<Scalar>(eps_));
+      xh *= rstd;
+      cache.rstd[r] = rstd;
+      y.row(r) = xh.cwiseProduct(g) + b;
+    });
+  }
+
+  // dy (tokens, d) -> dx (tokens, d) (may alias dy); adds dweight += colsum(dy
+  // * xhat), dbias += colsum(dy). With g = dy * weight:
+  //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+  void backward(const Cache& cache, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx) {
+    const Index tokens = cache.xhat.rows();
+    if (dy.rows() != tokens || dy.cols() != d_ || dx.rows() != tokens || dx.cols() != d_)
+      throw Error("LayerNorm::backward: dy and dx must be " + std::to_string(tokens) + "x" + std::to_string(d_) +
+                  " (the forward's shape), got " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
+                  " and " + std::to_string(dx.rows()) + "x" + std::to_string(dx.cols()));
+    auto dg = store_.gradient(weight_);  // (1, d)
+    auto db = store_.gradient(bias_);    // (1, d)
+    // Parameter gradients first, serially in token order (fixed sums), since
+    // dx may overwrite dy.
+    for (Index r = 0; r < tokens; ++r) {
+      dg += dy.row(r).cwiseProduct(cache.xhat.row(r));
+      db += dy.row(r);
+    }
+    const auto w = store_.value(weight_);
+    const Scalar inv_d = Scalar(1) / Scalar(d_);
+    parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
+      const auto xh = cache.xhat.row(r);
+      const Scalar rstd = cache.rstd[r];
+      Scalar sum_g = 0, sum_gx = 0;
+      for (Index c = 0; c < d_; ++c) {
+        const Scalar gc = dy(r, c) * w(0, c);
+        sum_g += gc;
+        sum_gx += gc * xh[c];
+      }
+      const Scalar mean_g = sum_g * inv_d, mean_gx = sum_gx * inv_d;
+      for (Index c = 0; c < d_; ++c) dx(r, c) = rstd * (dy(r, c) * w(0, c) - mean_g - xh[c] * mean_gx);
+    });
+  }
+
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  Eigen::Map<Matrix> weight() { return store_.value(weight_); }
+  Eigen::Map<Matrix> bias() { return store_.value(bias_); }
+  void zero_grad() { store_.zero_grad(); }
+
+ private:
+  int d_ = 0;
+  double eps_ = 1e-5;
+  ParameterStore<Scalar> store_;
+  int weight_ = -1, bias_ = -1;
+};
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_LAYER_NORM_HPP

@@ -1,0 +1,121 @@
+// synattn — nn.Linear: y = x W^T + b over all tokens of a batch at once.
+//
+// Tokens are rows of a row-major (tokens, in) matrix. Products go through
+// kernels::linear_product in fixed row blocks (parallel_chunks), so results
+// are bit-identical for any thread count. The layer keeps no per-call state:
+// its backward pass needs only the input x, which every caller keeps anyway.
+#ifndef SYNATTN_NN_LINEAR_HPP
+#define SYNATTN_NN_LINEAR_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../error.hpp"
+#include "../kernels/linear_small.hpp"
+#include "../matrix.hpp"
+#include "../util/parallel.hpp"
+#include "../util/parameters.hpp"
+#include "../util/random.hpp"
+#include "common.hpp"
+
+namespace synattn {
+namespace nn {
+
+template <class Scalar>
+class Linear {
+  static_assert(std::is_floating_point<Scalar>::value, "Linear is instantiated for float and double");
+
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+
+  // Parameters "weight" (out, in) and, with `bias`, "bias" (1, out), both
+  // U(-1/sqrt(in), 1/sqrt(in)) from stream `init` (PyTorch's default).
+  Linear(int in, int out, const RandomStream& init, bool bias = true) : in_(in), out_(out) {
+    if (in < 1 || out < 1)
+      throw Error("Linear: in and out must be >= 1, got in " + std::to_string(in) + ", out " + std::to_string(out));
+    weight_ = store_.add("weight", out, in);
+    if (bias) bias_ = store_.add("bias", 1, out);
+    reset_parameters(init);
+  }
+
+  void reset_parameters(const RandomStream& init) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_));
+    fill_uniform(store_.value(weight_), bound, init.derive(0));
+    if (bias_ >= 0) fill_uniform(store_.value(bias_), bound, init.derive(1));
+  }
+
+  int in_features() const noexcept { return in_; }
+  int out_features() const noexcept { return out_; }
+  bool has_bias() const noexcept { return bias_ >= 0; }
+
+  // y (tokens, out) = x (tokens, in) W^T + b.
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const {
+    check("Linear::forward", "x", x.rows(), x.cols(), x.rows(), in_);
+    check("Linear::forward", "y", y.rows(), y.cols(), x.rows(), out_);
+    const auto w = store_.value(weight_);
+    const Scalar* b = bias_ >= 0 ? store_.value_data(bias_) : nullptr;
+    parallel_chunks(x.rows(), double(in_) * out_, [&](Index r0, Index m) {
+      kernels::linear_product<Scalar>(y.middleRows(r0, m), x.middleRows(r0, m), w, b);
+    });
+  }
+
+  // Given the forward input x and dy = dL/dy (tokens, out): adds dW += dy^T x
+  // and db += colsum(dy) into the layer's gradients and, when dx is not null,
+  // writes dx (tokens, in) = dy W.
+  void backward(const Eigen::Ref<const Matrix>& x, const Eigen::Ref<const Matrix>& dy, Matrix* dx) {
+    const char* fn = "Linear::backward";
+    check(fn, "x", x.rows(), x.cols(), x.rows(), in_);
+    check(fn, "dy", dy.rows(), dy.cols(), x.rows(), out_);
+    const Index tokens = x.rows();
+    const auto w = store_.value(weight_);
+    auto dw = store_.gradient(weight_);                                   // dW: (out, in)
+    Scalar* db = bias_ >= 0 ? store_.gradient_data(bias_) : nullptr;     // db: (out)
+    // dW[r0:r0+m] (m, in) += dy[:, r0:r0+m]^T (m, tokens) x (tokens, in): row
+    // blocks of W are independent, so the split never changes a sum's order.
+    parallel_chunks(out_, double(tokens) * in_, [&](Index r0, Index m) {
+      dw.middleRows(r0, m).noalias() += dy.middleCols(r0, m).transpose() * x;
+      if (db) {
+        Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> acc(db + r0, m);
+        for (Index r = 0; r < tokens; ++r) acc += dy.row(r).segment(r0, m);
+      }
+    });
+    if (!dx) return;
+    dx->resize(tokens, in_);
+    // dx (tokens, in) = dy (tokens, out) W (out, in)
+    parallel_chunks(tokens, double(in_) * out_,
+                    [&](Index r0, Index m) { dx->middleRows(r0, m).noalias() = dy.middleRows(r0, m) * w; });
+  }
+
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  Eigen::Map<Matrix> weight() { return store_.value(weight_); }
+  Eigen::Map<const Matrix> weight() const { return store_.value(weight_); }
+  Eigen::Map<Matrix> bias() { return store_.value(require_bias()); }
+  Eigen::Map<Matrix> weight_gradient() { return store_.gradient(weight_); }
+  Eigen::Map<Matrix> bias_gradient() { return store_.gradient(require_bias()); }
+  void zero_grad() { store_.zero_grad(); }
+
+ private:
+  int require_bias() const {
+    if (bias_ < 0) throw Error("Linear: the layer was built without a bias");
+    return bias_;
+  }
+  static void check(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols) {
+    if (rows != want_rows || cols != want_cols)
+      throw Error(std::string(fn) + ": " + name + " is " + std::to_string(rows) + "x" + std::to_string(cols) +
+                  ", expected " + std::to_string(want_rows) + "x" + std::to_string(want_cols));
+  }
+
+  int in_ = 0, out_ = 0;
+  ParameterStore<Scalar> store_;
+  int weight_ = -1, bias_ = -1;
+};
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_LINEAR_HPP

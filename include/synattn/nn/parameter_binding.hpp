@@ -1,0 +1,80 @@
+// synattn — one flat parameter buffer for a whole model.
+//
+// A model's sub-layers are built standalone, each owning a ParameterStore.
+// bind_parameters() then (1) registers every sub-layer parameter in the
+// model's root store under "<prefix><name>" (a parameter of a store visited
+// with a shared prefix and named "table" or "scale" goes to "<shared>table" /
+// "<shared>scale" instead, once for all such stores), (2) copies the values
+// in and (3) binds every sub-layer store to its slices of the root buffers.
+// Registration completes before any binding, so the root never reallocates
+// under a binding. rebind_parameters() repeats (3) only: a model calls it
+// after it was copied (its sub-layers are then unbound copies) or moved.
+#ifndef SYNATTN_NN_PARAMETER_BINDING_HPP
+#define SYNATTN_NN_PARAMETER_BINDING_HPP
+
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../util/parameters.hpp"
+
+namespace synattn {
+namespace nn {
+
+namespace binding_detail {
+inline std::string root_name(const std::string& prefix, const std::string& shared, const std::string& name) {
+  if (!shared.empty() && (name == "table" || name == "scale")) return shared + name;
+  return prefix + name;
+}
+}  // namespace binding_detail
+
+template <class Scalar, class Visit>
+void rebind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
+  visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
+    std::vector<Scalar*> values, gradients;
+    for (int i = 0; i < store.count(); ++i) {
+      const int id = root.id(binding_detail::root_name(prefix, shared, store.info(i).name));
+      values.push_back(root.value_data(id));
+      gradients.push_back(root.gradient_data(id));
+    }
+    store.bind(values, gradients);
+  });
+}
+
+
+// visit(f) must call f(prefix, ParameterStore<Scalar>&, shared_prefix) for
+// every sub-layer store, always in the same order.
+template <class Scalar, class Visit>
+void bind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
+  if (root.count() > 0 || root.bound()) throw Error("bind_parameters: the root store must be empty");
+  std::vector<bool> copied;
+  visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
+    for (const ParameterInfo& p : store.infos()) {
+      const std::string name = binding_detail::root_name(prefix, shared, p.name);
+      const int id = root.find(name);
+      if (id < 0) {
+        root.add(name, p.rows, p.cols, p.trainable);
+      } else {
+        const ParameterInfo& q = root.info(id);
+        if (shared.empty() || q.rows != p.rows || q.cols != p.cols || q.trainable != p.trainable)
+          throw Error("bind_parameters: parameter '" + name + "' registered twice with different shapes or options");
+      }
+    }
+  });
+  copied.assign(static_cast<std::size_t>(root.count()), false);
+  visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
+    for (int i = 0; i < store.count(); ++i) {
+      const int id = root.id(binding_detail::root_name(prefix, shared, store.info(i).name));
+      if (!copied[static_cast<std::size_t>(id)]) {  // a shared parameter takes its first layer's values
+        root.value(id) = store.value(i);
+        copied[static_cast<std::size_t>(id)] = true;
+      }
+    }
+  });
+  rebind_parameters(root, visit);
+}
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_PARAMETER_BINDING_HPP

@@ -1,0 +1,276 @@
+// synattn — SyntaxTransformerTagger: a whole token-classification model,
+//
+//   ids -> Embedding(vocab, d) + sinusoidal positions -> Dropout
+//       -> Encoder (N syntax-biased layers, optional final LayerNorm)
+//       -> Linear(d, classes) -> softmax cross-entropy
+//
+// with every parameter in ONE flat values buffer and ONE flat gradients
+// buffer (parameters(), gradients(); named views by parameter_infos()), so an
+// optimiser, a checkpoint or an all-reduce each see one vector. Names:
+//   embedding.weight
+//   layers.<l>.attention.{Wq,Wk,Wv,bq,bk,bv,Wo,bo[,table,scale]}
+//   layers.<l>.norm1.{weight,bias}  layers.<l>.ffn.linear{1,2}.{weight,bias}
+//   layers.<l>.norm2.{weight,bias}  norm.{weight,bias}  (final LayerNorm)
+//   bias.{table,scale}  (instead of per-layer table/scale when shared)
+//   classifier.{weight,bias}
+//
+// A batch is `batch` sequences padded to n positions: token ids and labels
+// are flat (batch * n) vectors in row-major (batch, n) order; lengths has one
+// entry per sequence; buckets is the (batch * n, n) int8 block from
+// synattn::bucketize (-1 masked), and may be empty when no layer is biased.
+//
+// Training step:
+//   model.zero_grad();
+//   RandomStream drop = RandomStream(seed).derive(step);
+//   model.forward(ids, lengths, buckets, cache, &drop);
+//   LossResult l = model.loss(cache, labels);
+//   model.backward(cache);
+//   params -= lr * grads  (on model.parameters(), model.gradients())
+#ifndef SYNATTN_NN_TAGGER_HPP
+#define SYNATTN_NN_TAGGER_HPP
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../attention/syntax_attention.hpp"
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../util/parameters.hpp"
+#include "../util/random.hpp"
+#include "common.hpp"
+#include "embedding.hpp"
+#include "encoder.hpp"
+#include "parameter_binding.hpp"
+#include "token_classifier.hpp"
+
+namespace synattn {
+namespace nn {
+
+struct TaggerOptions {
+  int vocab_size = 0;   // ids in [0, vocab_size); 0 = padding, 1 = unknown word
+  int num_classes = 0;
+  int d_model = 128;
+  int heads = 4;
+  int d_ff = 256;
+  int layers = 2;
+  Activation activation = Activation::ReLU;
+  bool pre_norm = true;
+  bool final_norm = true;  // LayerNorm after the last layer
+
+  // Dropout: `dropout` at every site, unless a per-site value (>= 0) is set.
+  double dropout = 0.1;
+  double embedding_dropout = -1;
+  double attention_output_dropout = -1;
+  double ffn_hidden_dropout = -1;
+  double ffn_output_dropout = -1;
+  // Dropout of the attention probabilities. Not applied yet: the attention
+  // layer's dropout is being added separately; until then a value > 0 throws
+  // rather than being silently ignored. See TODO(attention dropout).
+  double attention_dropout = 0;
+
+  // Further attention options (key_size, value_size, causal, talking heads,
+  // check_finite); d_model, heads, syntax_bias, bias and seed are set from
+  // this struct.
+  AttentionOptions attention;
+  BiasLayers bias_layers = BiasLayers::All;
+  int bias_k = 0;
+  std::vector<bool> biased;  // BiasLayers::Custom
+  bool share_table = false;
+  BiasTableOptions bias;
+
+  int max_length = 512;  // positional table rows precomputed (longer still works)
+  std::int32_t ignore_label = kIgnoreLabel;
+  std::uint64_t seed = 1;
+
+  static double site(double specific, double all) { return specific >= 0 ? specific : all; }
+
+  EncoderOptions encoder_options() const {
+    if (attention_dropout != 0)
+      throw Error("TaggerOptions: attention_dropout (attention-probability dropout) is not available yet, got " +
+                  std::to_string(attention_dropout));
+    EncoderOptions e;
+    e.layers = layers;
+    e.layer.attention = attention;
+    e.layer.attention.d_model = d_model;
+    e.layer.attention.heads = heads;
+    e.layer.attention.bias = bias;
+    e.layer.d_ff = d_ff;
+    e.layer.activation = activation;
+    e.layer.pre_norm = pre_norm;
+    e.layer.attention_output_dropout = site(attention_output_dropout, dropout);
+    e.layer.ffn_hidden_dropout = site(ffn_hidden_dropout, dropout);
+    e.layer.ffn_output_dropout = site(ffn_output_dropout, dropout);
+    e.layer.seed = RandomStream(seed).derive(2).key();
+    e.bias_layers = bias_layers;
+    e.bias_k = bias_k;
+    e.biased = biased;
+    e.share_table = share_table;
+    e.final_norm = final_norm;
+    return e;
+  }
+};
+
+template <class Scalar>
+struct TaggerCache {
+  using Matrix = RowMajorMatrix<Scalar>;
+  IdVector tokens;
+  std::vector<int> lengths;
+  Matrix embedded;  // (tokens, d): embeddings + positions, after dropout
+  EncoderCache<Scalar> encoder;
+  Matrix logits, dlogits, dh, dx;
+  bool dropout = false;
+  RandomStream stream;
+  bool has_loss = false;
+};
+
+template <class Scalar>
+class SyntaxTransformerTagger {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  using BucketBlock = RowMajorMatrix<std::int8_t>;
+  using Cache = TaggerCache<Scalar>;
+
+  explicit SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {
+    bind_parameters(s_.root, visitor());
+  }
+  // A copy owns its own buffers (values copied); a moved model keeps working.
+  SyntaxTransformerTagger(const SyntaxTransformerTagger& other) : s_(other.s_) { rebind(); }
+  SyntaxTransformerTagger(SyntaxTransformerTagger&& other) : s_(std::move(other.s_)) { rebind(); }
+  SyntaxTransformerTagger& operator=(const SyntaxTransformerTagger& other) {
+    if (this != &other) {
+      s_ = other.s_;
+      rebind();
+    }
+    return *this;
+  }
+  SyntaxTransformerTagger& operator=(SyntaxTransformerTagger&& other) {
+    s_ = std::move(other.s_);
+    rebind();
+    return *this;
+  }
+
+  const TaggerOptions& options() const noexcept { return s_.options; }
+
+  // Logits (batch * n, classes), held in the cache. `dropout` null: eval mode.
+  const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
+                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
+    const char* fn = "SyntaxTransformerTagger::forward";
+    const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
+    if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
+      throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
+                  std::to_string(buckets.cols()) + ", expected " + std::to_string(tokens.size()) + "x" +
+                  std::to_string(n) + " (batch * n, n) since some layers have the syntax bias");
+    c.tokens = tokens;
+    c.lengths = lengths;
+    c.has_loss = false;
+    c.dropout = dropout != nullptr;
+    if (dropout) c.stream = *dropout;
+    c.embedded.resize(tokens.size(), s_.options.d_model);
+    s_.embedding.forward(tokens, c.embedded);
+    s_.positions.add_to(c.embedded, n);
+    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.embedded);
+    const RandomStream enc = c.stream.derive(kEncoderStream);
+    const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
+    c.logits.resize(tokens.size(), s_.options.num_classes);
+    s_.classifier.forward(h, c.logits);
+    return c.logits;
+  }
+
+  // Cross-entropy of the cached logits; keeps dL/dlogits for backward().
+  // normaliser <= 0: the batch's own counted tokens.
+  LossResult loss(Cache& c, const Eigen::Ref<const IdVector>& labels, double normaliser = 0) const {
+    const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
+    c.has_loss = true;
+    return r;
+  }
+
+  // Adds dL/dparameters (of the last loss()) into gradients().
+  void backward(Cache& c) {
+    if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
+    s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
+    s_.encoder.backward(c.encoder, c.dh, c.dx);
+    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.dx);
+    s_.embedding.backward(c.tokens, c.dx);
+  }
+
+  LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
+                               const Eigen::Ref<const BucketBlock>& buckets, const Eigen::Ref<const IdVector>& labels,
+                               Cache& c, const RandomStream* dropout, double normaliser = 0) {
+    forward(tokens, lengths, buckets, c, dropout);
+    const LossResult r = loss(c, labels, normaliser);
+    backward(c);
+    return r;
+  }
+
+  // Eval-mode argmax class per token (-1 on padding).
+  IdVector predict(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
+                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const {
+    forward(tokens, lengths, buckets, workspace, nullptr);
+    return argmax_predictions<Scalar>(workspace.logits, lengths);
+  }
+
+  // ---- Parameters: one flat buffer ----
+  Index parameter_count() const noexcept { return s_.root.size(); }
+  Eigen::Map<Vector> parameters() { return s_.root.values(); }
+  Eigen::Map<const Vector> parameters() const { return s_.root.values(); }
+  Eigen::Map<Vector> gradients() { return s_.root.gradients(); }
+  Eigen::Map<const Vector> gradients() const { return s_.root.gradients(); }
+  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return s_.root.infos(); }
+  Eigen::Map<Matrix> parameter(const std::string& name) { return s_.root.value(s_.root.id(name)); }
+  Eigen::Map<Matrix> gradient(const std::string& name) { return s_.root.gradient(s_.root.id(name)); }
+  void set_parameter(const std::string& name, const Eigen::Ref<const Matrix>& value) { s_.root.set(name, value); }
+  ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
+  void zero_grad() { s_.root.zero_grad(); }
+
+  // ---- Parts ----
+  Embedding<Scalar>& embedding() noexcept { return s_.embedding; }
+  Encoder<Scalar>& encoder() noexcept { return s_.encoder; }
+  const Encoder<Scalar>& encoder() const noexcept { return s_.encoder; }
+  TokenClassifier<Scalar>& classifier() noexcept { return s_.classifier; }
+  // Layer l's attention (its table() and scale() give the learned s * T).
+  SyntaxBiasedAttention<Scalar>& attention(int l) { return s_.encoder.layer(l).attention(); }
+
+ private:
+  static constexpr std::uint64_t kEncoderStream = 100;
+
+  struct State {
+    explicit State(const TaggerOptions& o)
+        : options(o),
+          embedding(o.vocab_size, o.d_model, RandomStream(o.seed).derive(1)),
+          positions(o.d_model, o.max_length),
+          encoder(o.encoder_options()),
+          classifier(o.d_model, o.num_classes, RandomStream(o.seed).derive(3), o.ignore_label) {
+      check_probability("TaggerOptions.embedding_dropout", TaggerOptions::site(o.embedding_dropout, o.dropout));
+    }
+    TaggerOptions options;
+    Embedding<Scalar> embedding;
+    SinusoidalPositionalEncoding<Scalar> positions;
+    Encoder<Scalar> encoder;
+    TokenClassifier<Scalar> classifier;
+    ParameterStore<Scalar> root;  // every parameter; the parts' stores are bound to it
+  };
+
+  double embedding_dropout() const { return TaggerOptions::site(s_.options.embedding_dropout, s_.options.dropout); }
+
+  // Every sub-layer store, in the order of the flat buffer.
+  auto visitor() {
+    return [this](auto&& f) {
+      f(std::string("embedding."), s_.embedding.parameter_store(), std::string());
+      s_.encoder.visit_stores("", f);
+      f(std::string("classifier."), s_.classifier.parameter_store(), std::string());
+    };
+  }
+  void rebind() { rebind_parameters(s_.root, visitor()); }
+
+  State s_;
+};
+
+}  // namespace nn
+}  // namespace synattn
+
+#endif  // SYNATTN_NN_TAGGER_HPP

@@ -1,0 +1,328 @@
+// The basic nn layers: finite-difference gradient checks in double (Linear,
+// Embedding, LayerNorm, FeedForward with ReLU and GELU, Dropout with a fixed
+// stream), forward values against PyTorch (LayerNorm, GELU, cross-entropy),
+// positional encodings against the formula, dropout statistics and eval mode,
+// cross-entropy's ignored rows, input validation.
+#include <catch2/catch.hpp>
+
+#include <synattn/nn/embedding.hpp>
+#include <synattn/nn/feed_forward.hpp>
+#include <synattn/nn/layer_norm.hpp>
+#include <synattn/nn/linear.hpp>
+#include <synattn/nn/token_classifier.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+
+using namespace synattn;
+using namespace synattn::nn;
+using synattn_test::check_gradient;
+using synattn_test::MatrixD;
+
+namespace {
+
+MatrixD random_matrix(Index r, Index c, unsigned seed, double scale = 1.0) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  MatrixD m(r, c);
+  for (Index i = 0; i < m.size(); ++i) m.data()[i] = dist(gen);
+  return m;
+}
+
+// L = sum(y .* R): dL/dy = R.
+double weighted(const MatrixD& y, const MatrixD& R) { return y.cwiseProduct(R).sum(); }
+
+constexpr double kRel = 1e-6, kAbs = 1e-9;
+
+}  // namespace
+
+TEST_CASE("Linear: forward is x W^T + b and float agrees with double", "[nn][linear]") {
+  Linear<double> lin(5, 3, RandomStream(7));
+  const MatrixD x = random_matrix(4, 5, 1);
+  MatrixD y(4, 3);
+  lin.forward(x, y);
+  const MatrixD want = (x * lin.weight().transpose()).rowwise() + lin.bias().row(0);
+  CHECK((y - want).cwiseAbs().maxCoeff() < 1e-12);
+  // PyTorch's bound 1/sqrt(in)
+  CHECK(lin.weight().cwiseAbs().maxCoeff() <= 1.0 / std::sqrt(5.0));
+  CHECK(lin.weight().cwiseAbs().maxCoeff() > 0.2);
+  Linear<float> linf(5, 3, RandomStream(7));
+  CHECK((linf.weight().cast<double>() - lin.weight()).cwiseAbs().maxCoeff() < 1e-7);
+  MatrixD bad(4, 4);
+  CHECK_THROWS_AS(lin.forward(bad, y), Error);
+}
+
+TEST_CASE("Linear: gradient check", "[nn][linear][gradcheck]") {
+  Linear<double> lin(5, 3, RandomStream(3));
+  MatrixD x = random_matrix(7, 5, 2);
+  const MatrixD R = random_matrix(7, 3, 4);
+  MatrixD y(7, 3), dx;
+  const auto loss = [&] {
+    lin.forward(x, y);
+    return weighted(y, R);
+  };
+  lin.zero_grad();
+  lin.backward(x, R, &dx);
+  const MatrixD dW = lin.weight_gradient(), db = lin.bias_gradient();
+  for (const auto& r : {check_gradient("W", lin.weight(), dW, loss), check_gradient("b", lin.bias(), db, loss),
+                        check_gradient("x", x, dx, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
+  // backward adds into the gradients
+  lin.backward(x, R, nullptr);
+  CHECK((MatrixD(lin.weight_gradient()) - 2 * dW).cwiseAbs().maxCoeff() < 1e-12);
+}
+
+TEST_CASE("Embedding: rows, padding row zero, unknown ids throw naming the position", "[nn][embedding]") {
+  Embedding<double> emb(10, 4, RandomStream(5));
+  CHECK(emb.weight().row(0).isZero());
+  CHECK(!emb.weight().row(1).isZero());
+  // N(0, 1) initialisation: a large table has mean ~0 and variance ~1
+  Embedding<double> big(2000, 50, RandomStream(9));
+  const double mean = big.weight().mean();
+  const double var = big.weight().array().square().mean() - mean * mean;
+  CHECK(std::abs(mean) < 0.01);
+  CHECK(std::abs(var - 1.0) < 0.02);
+  IdVector ids(5);
+  ids << 3, 0, 1, 9, 3;
+  MatrixD out(5, 4);
+  emb.forward(ids, out);
+  CHECK(out.row(0) == emb.weight().row(3));
+  CHECK(out.row(1).isZero());
+  CHECK(out.row(3) == emb.weight().row(9));
+  ids[2] = 10;
+  try {
+    emb.forward(ids, out);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("ids[2] = 10") != std::string::npos);
+  }
+  ids[2] = -1;
+  CHECK_THROWS_AS(emb.forward(ids, out), Error);
+}
+
+TEST_CASE("Embedding: gradient check; the padding row gets no gradient", "[nn][embedding][gradcheck]") {
+  Embedding<double> emb(6, 3, RandomStream(5));
+  IdVector ids(7);
+  ids << 2, 0, 5, 2, 1, 0, 3;  // repeated id 2, padding twice
+  const MatrixD R = random_matrix(7, 3, 8);
+  MatrixD out(7, 3);
+  const auto loss = [&] {
+    emb.forward(ids, out);
+    return weighted(out, R);
+  };
+  emb.backward(ids, R);
+  const MatrixD g = emb.weight_gradient();
+  CHECK(g.row(0).isZero());
+  CHECK(g.row(4).isZero());
+  // row 0 is excluded from the numeric check: its value is used but it is
+  // not trained (PyTorch's padding_idx semantics)
+  MatrixD analytic = g;
+  const auto r = check_gradient("weight", emb.weight().bottomRows(5), analytic.bottomRows(5), loss);
+  INFO(r.describe());
+  CHECK(r.passes(kRel, kAbs));
+}
+
+TEST_CASE("SinusoidalPositionalEncoding: Vaswani et al.'s formula, beyond the table too", "[nn][positional]") {
+  SinusoidalPositionalEncoding<double> pe(6, 3);
+  MatrixD x = MatrixD::Zero(2 * 5, 6);  // batch 2, n 5 > max_length 3
+  pe.add_to(x, 5);
+  for (int pos = 0; pos < 5; ++pos)
+    for (int i = 0; i < 3; ++i) {
+      const double angle = pos / std::pow(10000.0, 2.0 * i / 6.0);
+      CHECK(x(pos, 2 * i) == Approx(std::sin(angle)).margin(1e-15));
+      CHECK(x(pos, 2 * i + 1) == Approx(std::cos(angle)).margin(1e-15));
+      CHECK(x(5 + pos, 2 * i) == x(pos, 2 * i));
+    }
+  MatrixD bad(7, 6);
+  CHECK_THROWS_AS(pe.add_to(bad, 5), Error);
+}
+
+TEST_CASE("LayerNorm: forward matches PyTorch", "[nn][layernorm]") {
+  LayerNorm<double> ln(4);
+  ln.weight() << 1, 0.5, 2, -1;
+  ln.bias() << 0, 0.1, -0.2, 0.3;
+  MatrixD x(2, 4);
+  x << 1, 2, 3, 4, 0.5, -1, 2, 0;
+  MatrixD y(2, 4);
+  LayerNormCache<double> cache;
+  ln.forward(x, cache, y);
+  // torch.nn.functional.layer_norm(x, (4,), weight, bias, 1e-5) on float64
+  // tensors (/usr/bin/python3 + torch)
+  MatrixD want(2, 4);
+  want << -1.341635419968927, -0.12360590332815455, 0.6944236133126178, -1.0416354199689268, 0.11546956116884854,
+      -0.5350825864286669, 2.8022085903900615, 0.6464086835065456;
+  CHECK((y - want).cwiseAbs().maxCoeff() < 1e-12);
+}
+
+TEST_CASE("LayerNorm: gradient check", "[nn][layernorm][gradcheck]") {
+  LayerNorm<double> ln(5);
+  ln.weight() = random_matrix(1, 5, 11);
+  ln.bias() = random_matrix(1, 5, 12);
+  MatrixD x = random_matrix(4, 5, 13, 2.0);
+  const MatrixD R = random_matrix(4, 5, 14);
+  MatrixD y(4, 5), dx(4, 5);
+  LayerNormCache<double> cache;
+  const auto loss = [&] {
+    LayerNormCache<double> c;
+    ln.forward(x, c, y);
+    return weighted(y, R);
+  };
+  ln.forward(x, cache, y);
+  ln.zero_grad();
+  ln.backward(cache, R, dx);
+  const MatrixD dw = ln.parameter_store().gradient(0), db = ln.parameter_store().gradient(1);
+  for (const auto& r : {check_gradient("weight", ln.weight(), dw, loss), check_gradient("bias", ln.bias(), db, loss),
+                        check_gradient("x", x, dx, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
+}
+
+TEST_CASE("GELU: exact erf form matches PyTorch; derivative by differences", "[nn][gelu]") {
+  const double xs[] = {-2.0, -0.5, 0.0, 0.7, 3.0};
+  // torch.nn.functional.gelu (default approximate='none') in float64
+  const double want[] = {-0.04550026389635842, -0.15426876936299344, 0.0, 0.5306254434438489, 2.99595030590511};
+  for (int i = 0; i < 5; ++i) {
+    CHECK(gelu(xs[i]) == Approx(want[i]).epsilon(1e-14).margin(1e-16));
+    const double h = 1e-6;
+    CHECK(gelu_derivative(xs[i]) == Approx((gelu(xs[i] + h) - gelu(xs[i] - h)) / (2 * h)).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("FeedForward: gradient checks with ReLU and GELU, with and without dropout", "[nn][ffn][gradcheck]") {
+  for (const Activation act : {Activation::ReLU, Activation::GELU})
+    for (const bool with_dropout : {false, true}) {
+      FeedForward<double> ffn(4, 6, act, 0.3, RandomStream(21));
+      MatrixD x = random_matrix(5, 4, 22);
+      const MatrixD R = random_matrix(5, 4, 23);
+      const RandomStream stream(99);
+      const RandomStream* s = with_dropout ? &stream : nullptr;
+      MatrixD y(5, 4), dx;
+      const auto loss = [&] {
+        FeedForwardCache<double> c;
+        ffn.forward(x, c, y, s);
+        return weighted(y, R);
+      };
+      FeedForwardCache<double> cache;
+      ffn.forward(x, cache, y, s);
+      ffn.zero_grad();
+      ffn.backward(x, cache, R, dx);
+      if (with_dropout) {
+        // some hidden units are dropped and the rest scaled by 1/(1-p)
+        const Index zeros = (cache.hidden.array() == 0.0).count();
+        CHECK(zeros > 0);
+      }
+      const MatrixD dW1 = ffn.linear1().weight_gradient(), db1 = ffn.linear1().bias_gradient();
+      const MatrixD dW2 = ffn.linear2().weight_gradient(), db2 = ffn.linear2().bias_gradient();
+      INFO(activation_name(act) << (with_dropout ? " with dropout" : ""));
+      for (const auto& r :
+           {check_gradient("W1", ffn.linear1().weight(), dW1, loss), check_gradient("b1", ffn.linear1().bias(), db1, loss),
+            check_gradient("W2", ffn.linear2().weight(), dW2, loss), check_gradient("b2", ffn.linear2().bias(), db2, loss),
+            check_gradient("x", x, dx, loss)}) {
+        INFO(r.describe());
+        CHECK(r.passes(kRel, kAbs));
+      }
+    }
+}
+
+TEST_CASE("Dropout: keeps ~1-p scaled by 1/(1-p), same mask when redrawn, identity at p = 0", "[nn][dropout]") {
+  const double p = 0.1;
+  MatrixD x = MatrixD::Ones(200, 500);
+  MatrixD y = x;
+  const RandomStream s = RandomStream(42).derive(3);
+  apply_dropout(s, p, y);
+  const double kept = static_cast<double>((y.array() != 0.0).count()) / static_cast<double>(y.size());
+  CHECK(kept == Approx(1 - p).margin(0.005));  // 100000 draws: sd 0.001
+  CHECK(((y.array() == 0.0) || (y.array() == 1.0 / (1 - p))).all());
+  CHECK(y.mean() == Approx(1.0).margin(0.01));  // inverted dropout keeps the expectation
+  MatrixD z = x;
+  apply_dropout(s, p, z);
+  CHECK(z == y);  // the mask is a function of (stream, index)
+  MatrixD w = x;
+  apply_dropout(RandomStream(42).derive(4), p, w);
+  CHECK(w != y);
+  MatrixD v = x;
+  apply_dropout(s, 0.0, v);
+  CHECK(v == x);
+  CHECK_THROWS_AS(apply_dropout(s, 1.0, v), Error);
+}
+
+TEST_CASE("Dropout: gradient check with a fixed stream", "[nn][dropout][gradcheck]") {
+  MatrixD x = random_matrix(6, 5, 31);
+  const MatrixD R = random_matrix(6, 5, 32);
+  const RandomStream s(7);
+  const auto loss = [&] {
+    MatrixD y = x;
+    apply_dropout(s, 0.4, y);
+    return weighted(y, R);
+  };
+  MatrixD dx = R;
+  apply_dropout(s, 0.4, dx);  // backward = the same mask on the gradient
+  const auto r = check_gradient("x", x, dx, loss);
+  INFO(r.describe());
+  CHECK(r.passes(kRel, kAbs));
+}
+
+TEST_CASE("cross_entropy: value matches PyTorch; padding and ignored rows get exactly zero gradient", "[nn][ce]") {
+  // logits of batch 2, n 2: rows 0, 1 (sequence 0, length 2), rows 2, 3 (sequence 1, length 1)
+  MatrixD logits(4, 3);
+  logits << 1, 2, 0.5, 0.1, -1, 3, 5, 5, 5, 1e3, -1e3, 0;
+  IdVector labels(4);
+  labels << 2, 0, -100, 1;  // row 2 ignored by label, row 3 by padding (label 1 would be valid)
+  MatrixD d;
+  const LossResult r = cross_entropy<double>(logits, labels, {2, 1}, 0, &d);
+  // F.cross_entropy(logits[:2], tensor([2, 0]), reduction='sum') in float64
+  CHECK(r.sum == Approx(4.935143003068436).epsilon(1e-14));
+  CHECK(r.count == 2);
+  CHECK(r.loss == Approx(r.sum / 2));
+  CHECK(d.row(2).isZero(0));
+  CHECK(d.row(3).isZero(0));
+  CHECK(d.row(0).sum() == Approx(0).margin(1e-15));  // softmax - onehot sums to 0
+  // a caller's normaliser (global batch count)
+  MatrixD d8;
+  const LossResult r8 = cross_entropy<double>(logits, labels, {2, 1}, 8, &d8);
+  CHECK(r8.loss == Approx(r.sum / 8));
+  CHECK((d8 * 8 - d * 2).cwiseAbs().maxCoeff() < 1e-14);
+  // stable: huge logits give finite values
+  labels << 0, 0, 0, 1;
+  const LossResult big = cross_entropy<double>(logits, labels, {2, 2}, 0, &d);
+  CHECK(std::isfinite(big.sum));
+  // F.cross_entropy(all four rows, tensor([0, 0, 0, 1]), reduction='sum') in float64
+  CHECK(big.sum == Approx(2005.5337552917367).epsilon(1e-13));
+  CHECK(d.allFinite());
+  labels[1] = 3;
+  CHECK_THROWS_AS(cross_entropy<double>(logits, labels, {2, 2}, 0, &d), Error);
+}
+
+TEST_CASE("cross_entropy: gradient check", "[nn][ce][gradcheck]") {
+  MatrixD logits = random_matrix(6, 4, 41, 2.0);
+  IdVector labels(6);
+  labels << 3, -100, 0, 1, 2, 2;
+  const std::vector<int> lengths{3, 2};
+  MatrixD d;
+  cross_entropy<double>(logits, labels, lengths, 5, &d);
+  const auto loss = [&] { return cross_entropy<double>(logits, labels, lengths, 5, nullptr).loss; };
+  const auto r = check_gradient("logits", logits, d, loss);
+  INFO(r.describe());
+  CHECK(r.passes(kRel, kAbs));
+}
+
+TEST_CASE("argmax_predictions and count_correct count only counted tokens", "[nn][ce]") {
+  MatrixD logits(4, 3);
+  logits << 1, 2, 0, 0, 0, 3, 9, 0, 0, 0, 9, 0;
+  const IdVector pred = argmax_predictions<double>(logits, {2, 1});
+  CHECK(pred[0] == 1);
+  CHECK(pred[1] == 2);
+  CHECK(pred[2] == 0);
+  CHECK(pred[3] == -1);  // padding
+  IdVector labels(4);
+  labels << 1, 0, 0, 1;
+  CHECK(count_correct(pred, labels, {2, 1}) == 2);
+  labels[2] = -100;
+  CHECK(count_correct(pred, labels, {2, 1}) == 1);
+}

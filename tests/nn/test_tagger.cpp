@@ -1,0 +1,311 @@
+// SyntaxTransformerTagger as a whole: parameter names and shapes (unique,
+// one flat buffer, shared table once), copy and move safety, eval vs training
+// mode, ignored labels, thread-count determinism, a float smoke test, and a
+// tiny model overfitting 20 synthetic sequences with plain SGD.
+#include <catch2/catch.hpp>
+
+#include <synattn/nn/tagger.hpp>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+using namespace synattn;
+using namespace synattn::nn;
+using MatrixD = RowMajorMatrix<double>;
+using Buckets = RowMajorMatrix<std::int8_t>;
+
+namespace {
+
+Buckets make_buckets(const std::vector<int>& lengths, int n, int num_buckets) {
+  Buckets b(static_cast<Index>(lengths.size()) * n, n);
+  for (std::size_t s = 0; s < lengths.size(); ++s)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const bool real = i < lengths[s] && j < lengths[s];
+        b(static_cast<Index>(s) * n + i, j) = static_cast<std::int8_t>(real ? std::min(std::abs(i - j), num_buckets - 1) : -1);
+      }
+  return b;
+}
+
+struct Batch {
+  std::vector<int> lengths;
+  int n = 0;
+  IdVector ids, labels;
+  Buckets buckets;
+};
+
+// Random sequences; the label of a token depends on it and (`neighbour`) on
+// its left neighbour.
+Batch make_batch(int batch, int n, int vocab, int classes, unsigned seed, int num_buckets, bool neighbour = true) {
+  std::mt19937 gen(seed);
+  Batch b;
+  b.n = n;
+  b.ids = IdVector::Zero(batch * n);
+  b.labels = IdVector::Constant(batch * n, kIgnoreLabel);
+  for (int s = 0; s < batch; ++s) {
+    const int len = n / 2 + static_cast<int>(gen() % static_cast<unsigned>(n - n / 2 + 1));
+    b.lengths.push_back(len);
+    for (int i = 0; i < len; ++i) {
+      const int id = 1 + static_cast<int>(gen() % static_cast<unsigned>(vocab - 1));
+      b.ids[s * n + i] = id;
+      const int prev = i > 0 && neighbour ? b.ids[s * n + i - 1] : 0;
+      b.labels[s * n + i] = (id + prev) % classes;
+    }
+  }
+  b.buckets = make_buckets(b.lengths, n, num_buckets);
+  return b;
+}
+
+TaggerOptions options(int layers = 2) {
+  TaggerOptions o;
+  o.vocab_size = 20;
+  o.num_classes = 3;
+  o.d_model = 8;
+  o.heads = 2;
+  o.d_ff = 16;
+  o.layers = layers;
+  o.bias.bucketing = Bucketing::linear(4);
+  o.seed = 11;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Tagger: parameter names, shapes, one flat buffer", "[nn][tagger]") {
+  SyntaxTransformerTagger<double> model(options());
+  std::set<std::string> names;
+  Index expected_offset = 0;
+  for (const ParameterInfo& p : model.parameter_infos()) {
+    CHECK(names.insert(p.name).second);
+    CHECK(p.offset == expected_offset);  // contiguous, in order
+    expected_offset += p.size();
+  }
+  CHECK(expected_offset == model.parameter_count());
+  CHECK(model.parameters().size() == model.parameter_count());
+  const std::vector<std::string> want{"embedding.weight",
+                                      "layers.0.attention.Wq",
+                                      "layers.0.attention.table",
+                                      "layers.0.attention.scale",
+                                      "layers.0.norm1.weight",
+                                      "layers.0.ffn.linear1.weight",
+                                      "layers.0.ffn.linear2.bias",
+                                      "layers.1.norm2.bias",
+                                      "layers.1.attention.table",
+                                      "norm.weight",
+                                      "classifier.weight",
+                                      "classifier.bias"};
+  for (const auto& w : want) CHECK(names.count(w) == 1);
+  CHECK(names.size() == 1 + 2 * 18 + 2 + 2);  // embedding, 2 x (10 attention + 2 x 2 norms + 4 ffn), norm, classifier
+  CHECK(model.parameter("embedding.weight").rows() == 20);
+  CHECK(model.parameter("layers.0.ffn.linear1.weight").rows() == 16);
+  CHECK(model.parameter("layers.0.ffn.linear1.weight").cols() == 8);
+  CHECK(model.parameter("classifier.weight").rows() == 3);
+  CHECK(model.parameter("layers.1.norm1.weight").isOnes());
+  CHECK(model.parameter("embedding.weight").row(0).isZero());
+  CHECK_THROWS_AS(model.parameter("nope"), Error);
+  // the attention views read the model's buffer
+  model.parameter("layers.1.attention.scale")(0, 0) = 2.5;
+  CHECK(model.attention(1).scale() == 2.5);
+  model.attention(0).table()(0, 1) = -4;
+  CHECK(model.parameter("layers.0.attention.table")(0, 1) == -4);
+}
+
+TEST_CASE("Tagger: a shared table appears once, as bias.table / bias.scale", "[nn][tagger]") {
+  TaggerOptions o = options(3);
+  o.share_table = true;
+  o.bias_layers = BiasLayers::Bottom;
+  o.bias_k = 2;
+  SyntaxTransformerTagger<double> model(o);
+  std::set<std::string> names;
+  for (const auto& p : model.parameter_infos()) names.insert(p.name);
+  CHECK(names.count("bias.table") == 1);
+  CHECK(names.count("bias.scale") == 1);
+  for (int l = 0; l < 3; ++l) CHECK(names.count("layers." + std::to_string(l) + ".attention.table") == 0);
+  CHECK(model.attention(0).has_syntax_bias());
+  CHECK(model.attention(1).has_syntax_bias());
+  CHECK(!model.attention(2).has_syntax_bias());
+  model.parameter("bias.table")(0, 2) = 0.75;
+  CHECK(model.attention(0).table()(0, 2) == 0.75);
+  CHECK(model.attention(1).table()(0, 2) == 0.75);
+}
+
+TEST_CASE("Tagger: copies do not alias, moves keep working, results identical", "[nn][tagger]") {
+  const Batch b = make_batch(3, 6, 20, 3, 1, 5);
+  SyntaxTransformerTagger<double> model(options());
+  TaggerCache<double> c0;
+  const MatrixD y0 = model.forward(b.ids, b.lengths, b.buckets, c0, nullptr);
+
+  SyntaxTransformerTagger<double> copy = model;
+  TaggerCache<double> c1;
+  CHECK(copy.forward(b.ids, b.lengths, b.buckets, c1, nullptr) == y0);
+  CHECK(copy.parameters() == model.parameters());
+  CHECK(copy.parameters().data() != model.parameters().data());
+  copy.parameter("layers.0.attention.Wq")(0, 0) += 1;
+  copy.parameter("layers.0.attention.table")(0, 1) = 3;
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c0, nullptr) == y0);  // original unchanged
+  CHECK(copy.forward(b.ids, b.lengths, b.buckets, c1, nullptr) != y0);
+  CHECK(model.attention(0).table()(0, 1) == 0);
+
+  // gradients go to each model's own buffer
+  model.zero_grad();
+  copy.zero_grad();
+  copy.loss(c1, b.labels);
+  copy.backward(c1);
+  CHECK(model.gradients().isZero(0));
+  CHECK(!copy.gradients().isZero(0));
+
+  // copy assignment
+  SyntaxTransformerTagger<double> assigned(options(1));
+  assigned = model;
+  TaggerCache<double> c2;
+  CHECK(assigned.forward(b.ids, b.lengths, b.buckets, c2, nullptr) == y0);
+  assigned.parameter("classifier.bias")(0, 0) += 1;
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c0, nullptr) == y0);
+
+  // moves
+  SyntaxTransformerTagger<double> moved = std::move(assigned);
+  TaggerCache<double> c3;
+  const MatrixD y3 = moved.forward(b.ids, b.lengths, b.buckets, c3, nullptr);
+  CHECK(y3 != y0);
+  moved.parameter("classifier.bias")(0, 0) = model.parameter("classifier.bias")(0, 0);
+  CHECK(moved.forward(b.ids, b.lengths, b.buckets, c3, nullptr) == y0);
+  SyntaxTransformerTagger<double> target(options(1));
+  target = std::move(moved);
+  CHECK(target.forward(b.ids, b.lengths, b.buckets, c3, nullptr) == y0);
+  target.zero_grad();
+  target.loss(c3, b.labels);
+  target.backward(c3);
+  CHECK(!target.gradients().isZero(0));
+}
+
+TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labels change nothing", "[nn][tagger]") {
+  const Batch b = make_batch(4, 7, 20, 3, 2, 5);
+  TaggerOptions o = options();
+  o.dropout = 0.3;
+  SyntaxTransformerTagger<double> model(o);
+  TaggerCache<double> c;
+  const MatrixD eval = model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == eval);
+  const RandomStream s1 = RandomStream(3).derive(0), s2 = RandomStream(3).derive(1);
+  const MatrixD train1 = model.forward(b.ids, b.lengths, b.buckets, c, &s1);
+  CHECK(train1 != eval);
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, &s1) == train1);
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, &s2) != train1);
+  const IdVector pred = model.predict(b.ids, b.lengths, b.buckets, c);
+  CHECK(pred == argmax_predictions<double>(eval, b.lengths));
+
+  // labels on padding and ignored positions do not matter
+  model.zero_grad();
+  const LossResult l1 = model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, &s1);
+  const Eigen::VectorXd g1 = model.gradients();
+  IdVector other = b.labels;
+  for (Index t = 0; t < other.size(); ++t)
+    if (other[t] == kIgnoreLabel) other[t] = 2;
+  other[1] = kIgnoreLabel;
+  IdVector again = other;
+  again[1] = b.labels[1];
+  for (Index t = 0; t < again.size(); ++t)
+    if (!is_real_position(b.lengths, b.n, t)) again[t] = 1;
+  model.zero_grad();
+  const LossResult l2 = model.loss_and_backward(b.ids, b.lengths, b.buckets, again, c, &s1);
+  CHECK(l2.sum == l1.sum);
+  CHECK(l2.count == l1.count);
+  CHECK(model.gradients() == g1);
+  model.zero_grad();
+  const LossResult l3 = model.loss_and_backward(b.ids, b.lengths, b.buckets, other, c, &s1);
+  CHECK(l3.count == l1.count - 1);
+
+  // bad inputs throw
+  Buckets wrong(3, 3);
+  CHECK_THROWS_AS(model.forward(b.ids, b.lengths, wrong, c, nullptr), Error);
+  IdVector bad_ids = b.ids;
+  bad_ids[0] = 20;
+  CHECK_THROWS_AS(model.forward(bad_ids, b.lengths, b.buckets, c, nullptr), Error);
+  TaggerOptions bad = o;
+  bad.attention_dropout = 0.1;
+  CHECK_THROWS_AS(SyntaxTransformerTagger<double>(bad), Error);
+}
+
+#if defined(_OPENMP)
+TEST_CASE("Tagger: forward and backward are bit-identical at 1 and 2 threads", "[nn][tagger][threads]") {
+  TaggerOptions o = options();
+  o.d_model = 64;
+  o.heads = 4;
+  o.d_ff = 128;
+  o.vocab_size = 200;
+  o.num_classes = 17;
+  o.activation = Activation::GELU;
+  o.share_table = true;
+  const Batch b = make_batch(16, 40, 200, 17, 4, 5);  // 640 tokens: the products run in parallel
+  SyntaxTransformerTagger<double> model(o);
+  const RandomStream s = RandomStream(9).derive(1);
+  const int saved = omp_get_max_threads();
+  const auto run = [&](int threads, MatrixD& logits, Eigen::VectorXd& grads) {
+    omp_set_num_threads(threads);
+    TaggerCache<double> c;
+    model.zero_grad();
+    model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, &s);
+    logits = c.logits;
+    grads = model.gradients();
+  };
+  MatrixD l1, l2;
+  Eigen::VectorXd g1, g2;
+  run(1, l1, g1);
+  run(2, l2, g2);
+  omp_set_num_threads(saved);
+  CHECK(l1 == l2);
+  CHECK(g1 == g2);
+}
+#endif
+
+TEST_CASE("Tagger<float>: runs and agrees with double", "[nn][tagger][float]") {
+  const Batch b = make_batch(3, 6, 20, 3, 5, 5);
+  SyntaxTransformerTagger<float> mf(options());
+  SyntaxTransformerTagger<double> md(options());
+  md.parameters() = mf.parameters().cast<double>();
+  TaggerCache<float> cf;
+  TaggerCache<double> cd;
+  const RowMajorMatrix<float> yf = mf.forward(b.ids, b.lengths, b.buckets, cf, nullptr);
+  const MatrixD yd = md.forward(b.ids, b.lengths, b.buckets, cd, nullptr);
+  CHECK((yf.cast<double>() - yd).cwiseAbs().maxCoeff() < 1e-4);
+  const LossResult lf = mf.loss(cf, b.labels), ld = md.loss(cd, b.labels);
+  CHECK(lf.loss == Approx(ld.loss).epsilon(1e-5));
+  mf.zero_grad();
+  md.zero_grad();
+  mf.backward(cf);
+  md.backward(cd);
+  CHECK((mf.gradients().cast<double>() - md.gradients()).cwiseAbs().maxCoeff() < 1e-4);
+}
+
+TEST_CASE("Tagger: a tiny model overfits 20 sequences with plain SGD", "[nn][tagger][train]") {
+  // (small enough that every loop runs serially: quick on a loaded machine)
+  TaggerOptions o = options(1);
+  o.d_model = 8;
+  o.d_ff = 16;
+  o.dropout = 0;
+  const Batch b = make_batch(20, 8, 20, 3, 6, 5, false);
+  SyntaxTransformerTagger<double> model(o);
+  TaggerCache<double> c;
+  double first = 0, last = 0;
+  for (int step = 0; step < 500; ++step) {
+    model.zero_grad();
+    const LossResult l = model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, nullptr);
+    if (step == 0) first = l.loss;
+    last = l.loss;
+    model.parameters() -= 0.3 * model.gradients();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 0.9);
+  CHECK(last < first / 10);
+  const IdVector pred = model.predict(b.ids, b.lengths, b.buckets, c);
+  Index counted = 0;
+  for (Index t = 0; t < b.labels.size(); ++t) counted += b.labels[t] != kIgnoreLabel;
+  CHECK(count_correct(pred, b.labels, b.lengths) > 0.95 * counted);
+}

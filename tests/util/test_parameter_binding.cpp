@@ -1,0 +1,218 @@
+// ParameterStore binding: a store's parameters moved into outside storage
+// (a model's flat buffer), adjacency checks, copies that never alias, and an
+// attention layer bound to a buffer, alone and sharing its table and scale
+// with another layer (gradients accumulate into the one shared slice).
+#include <catch2/catch.hpp>
+
+#include <synattn/attention/syntax_attention.hpp>
+#include <synattn/util/parameters.hpp>
+
+#include <random>
+#include <vector>
+
+using namespace synattn;
+using MatrixD = RowMajorMatrix<double>;
+using VectorD = Eigen::VectorXd;
+
+TEST_CASE("ParameterStore: unbound behaviour is unchanged", "[parameters]") {
+  ParameterStore<double> s;
+  const int a = s.add("a", 2, 3);
+  const int b = s.add("b", 1, 2, false);
+  CHECK(s.size() == 8);
+  s.value(a).setConstant(1.5);
+  s.value(b) << 7, 8;
+  CHECK(s.values()(6) == 7);
+  CHECK(!s.bound());
+  CHECK(s.info(b).offset == 6);
+  CHECK_THROWS_AS(s.add("a", 1, 1), Error);
+}
+
+TEST_CASE("ParameterStore: bind, views through the binding, copies own their storage", "[parameters]") {
+  ParameterStore<double> s;
+  const int a = s.add("a", 2, 2);
+  const int b = s.add("b", 1, 3);
+  s.value(a) << 1, 2, 3, 4;
+  VectorD values = VectorD::Zero(20), grads = VectorD::Zero(20);
+  // the caller copies values in, then binds (b before a: any placement)
+  values.segment(10, 4) << 1, 2, 3, 4;
+  s.bind({values.data() + 10, values.data() + 2}, {grads.data() + 10, grads.data() + 2});
+  CHECK(s.bound());
+  CHECK(s.value(a)(1, 0) == 3);
+  s.value(b) << 5, 6, 7;
+  CHECK(values(2) == 5);
+  CHECK(values(4) == 7);
+  s.gradient(a).setOnes();
+  CHECK(grads.segment(10, 4).sum() == 4);
+  s.set("b", (MatrixD(1, 3) << 9, 9, 9).finished());
+  CHECK(values.segment(2, 3).sum() == 27);
+  CHECK_THROWS_AS(s.values(), Error);
+  CHECK_THROWS_AS(s.gradients(), Error);
+  CHECK_THROWS_AS(s.add("c", 1, 1), Error);
+  int visited = 0;
+  s.visit([&](const ParameterInfo& info, auto v, auto g) {
+    CHECK(v.rows() == info.rows);
+    CHECK(g.size() == info.size());
+    ++visited;
+  });
+  CHECK(visited == 2);
+
+  // a copy is unbound, holds the current values, and does not alias
+  ParameterStore<double> copy = s;
+  CHECK(!copy.bound());
+  CHECK(copy.value(b)(0, 2) == 9);
+  CHECK(copy.gradient(a)(1, 1) == 1);
+  copy.value(b)(0, 0) = -1;
+  CHECK(values(2) == 9);
+  s.value(b)(0, 1) = -2;
+  CHECK(copy.value(b)(0, 1) == 9);
+  // copy assignment onto a bound store unbinds it
+  ParameterStore<double> other = s;
+  other.bind({values.data(), values.data() + 16}, {grads.data(), grads.data() + 16});
+  other = copy;
+  CHECK(!other.bound());
+  CHECK(other.value(b)(0, 0) == -1);
+
+  // zero_grad zeroes the bound slices only
+  grads.setConstant(3);
+  s.zero_grad();
+  CHECK(grads.segment(10, 4).isZero());
+  CHECK(grads.segment(2, 3).isZero());
+  CHECK(grads(0) == 3);
+
+  // unbind: back to own buffers with the current values
+  s.unbind();
+  CHECK(!s.bound());
+  CHECK(s.values()(0) == 1);
+  CHECK(s.values()(4) == 9);
+  s.value(a)(0, 0) = 100;
+  CHECK(values(10) == 1);
+}
+
+TEST_CASE("ParameterStore: bind checks counts, null pointers and adjacency", "[parameters]") {
+  ParameterStore<double> s;
+  s.add("w1", 2, 2);
+  s.add("w2", 1, 2);
+  s.keep_adjacent(0, 1);
+  VectorD v = VectorD::Zero(10), g = VectorD::Zero(10);
+  CHECK_THROWS_AS(s.bind({v.data()}, {g.data()}), Error);
+  CHECK_THROWS_AS(s.bind({v.data(), nullptr}, {g.data(), g.data() + 4}), Error);
+  CHECK_THROWS_WITH(s.bind({v.data(), v.data() + 5}, {g.data(), g.data() + 4}),
+                    Catch::Contains("'w1' and 'w2' must be adjacent"));
+  CHECK_THROWS_AS(s.bind({v.data(), v.data() + 4}, {g.data(), g.data() + 5}), Error);
+  CHECK(!s.bound());
+  s.bind({v.data(), v.data() + 4}, {g.data(), g.data() + 4});
+  CHECK(s.bound());
+}
+
+namespace {
+
+struct Inputs {
+  MatrixD x, dout;
+  std::vector<int> lengths{4, 3};
+  RowMajorMatrix<std::int8_t> buckets;
+};
+
+Inputs make_inputs() {
+  Inputs in;
+  std::mt19937 gen(3);
+  std::normal_distribution<double> dist;
+  in.x.resize(8, 6);
+  in.dout.resize(8, 6);
+  for (Index i = 0; i < in.x.size(); ++i) in.x.data()[i] = dist(gen);
+  for (Index i = 0; i < in.dout.size(); ++i) in.dout.data()[i] = dist(gen);
+  in.buckets.resize(8, 4);
+  for (Index r = 0; r < 8; ++r)
+    for (Index c = 0; c < 4; ++c) in.buckets(r, c) = static_cast<std::int8_t>((r + c) % 5);
+  return in;
+}
+
+// Binds every parameter of `layer` into (values, grads) from `offset` in
+// order, except table/scale when `shared` points at their slice.
+void bind_layer(SyntaxBiasedAttention<double>& layer, VectorD& values, VectorD& grads, Index offset,
+                const Index* shared) {
+  auto& store = layer.parameter_store();
+  std::vector<double*> v, g;
+  Index at = offset;
+  for (int i = 0; i < store.count(); ++i) {
+    const ParameterInfo& p = store.info(i);
+    Index where = at;
+    if (shared && p.name == "table") where = shared[0];
+    if (shared && p.name == "scale") where = shared[1];
+    if (where == at) at += p.size();
+    values.segment(where, p.size()) = Eigen::Map<const VectorD>(store.value(i).data(), p.size());
+    v.push_back(values.data() + where);
+    g.push_back(grads.data() + where);
+  }
+  store.bind(v, g);
+}
+
+}  // namespace
+
+TEST_CASE("SyntaxBiasedAttention bound to an outside buffer: same results, gradients land there", "[parameters][attention]") {
+  AttentionOptions o(6, 2);
+  o.bias.bucketing = Bucketing::linear(4);
+  o.bias.init = TableInit::LinearDecay;
+  const Inputs in = make_inputs();
+  SyntaxBiasedAttention<double> plain(o);
+  AttentionCache<double> c1, c2;
+  const MatrixD y1 = plain.forward(in.x, in.lengths, in.buckets, c1);
+  const MatrixD dx1 = plain.backward(c1, in.dout);
+
+  SyntaxBiasedAttention<double> bound(o);
+  VectorD values = VectorD::Zero(bound.parameter_count() + 3), grads = VectorD::Zero(values.size());
+  bind_layer(bound, values, grads, 3, nullptr);
+  const MatrixD y2 = bound.forward(in.x, in.lengths, in.buckets, c2);
+  const MatrixD dx2 = bound.backward(c2, in.dout);
+  CHECK(y1 == y2);
+  CHECK(dx1 == dx2);
+  CHECK(grads.segment(3, plain.parameter_count()) == plain.gradients());
+  CHECK(bound.scale() == 1.0);
+  CHECK(bound.table()(0, 2) == -2.0);
+  CHECK_THROWS_AS(bound.parameters(), Error);
+  bound.zero_grad();
+  CHECK(grads.isZero());
+
+  // a copy of a bound layer is standalone: same output, its own parameters
+  SyntaxBiasedAttention<double> copy = bound;
+  CHECK(!copy.parameter_store().bound());
+  AttentionCache<double> c3;
+  CHECK(copy.forward(in.x, in.lengths, in.buckets, c3) == y1);
+  copy.Wq()(0, 0) += 1;
+  CHECK(values(3) == plain.Wq()(0, 0));
+}
+
+TEST_CASE("Two attention layers sharing one table and scale: gradients add up in the shared slice",
+          "[parameters][attention]") {
+  AttentionOptions o(6, 2);
+  o.bias.bucketing = Bucketing::linear(4);
+  const Inputs in = make_inputs();
+  AttentionOptions o2 = o;
+  o2.seed = 77;
+  SyntaxBiasedAttention<double> a(o), b(o2);
+  a.table() << 0.5, -0.25, 0.1, 0.2, -0.3;
+  b.table() = a.table();
+  // separate layers, for the expected sums
+  SyntaxBiasedAttention<double> a0 = a, b0 = b;
+  AttentionCache<double> ca, cb;
+  a0.forward(in.x, in.lengths, in.buckets, ca);
+  a0.backward(ca, in.dout);
+  b0.forward(in.x, in.lengths, in.buckets, cb);
+  b0.backward(cb, in.dout);
+
+  const Index shared[2] = {0, 5};  // table (5 buckets) at 0, scale at 5
+  VectorD values = VectorD::Zero(6 + a.parameter_count() + b.parameter_count());
+  VectorD grads = VectorD::Zero(values.size());
+  bind_layer(a, values, grads, 6, shared);
+  bind_layer(b, values, grads, 6 + a.parameter_count() - 6, shared);
+  a.forward(in.x, in.lengths, in.buckets, ca);
+  a.backward(ca, in.dout);
+  b.forward(in.x, in.lengths, in.buckets, cb);
+  b.backward(cb, in.dout);
+  const MatrixD want_table = a0.gradient("table") + b0.gradient("table");
+  for (Index i = 0; i < 5; ++i) CHECK(grads(i) == Approx(want_table(0, i)).epsilon(1e-14));
+  CHECK(grads(5) == Approx(a0.gradient("scale")(0, 0) + b0.gradient("scale")(0, 0)).epsilon(1e-14));
+  CHECK(a.gradient("Wq") == a0.gradient("Wq"));
+  // one value: changing the shared table changes both layers' view
+  a.table()(0, 1) = 3;
+  CHECK(b.table()(0, 1) == 3);
+}
