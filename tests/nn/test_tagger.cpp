@@ -229,7 +229,7 @@ TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labe
   bad_ids[0] = 20;
   CHECK_THROWS_AS(model.forward(bad_ids, b.lengths, b.buckets, c, nullptr), Error);
   TaggerOptions bad = o;
-  bad.attention_dropout = 0.1;
+  bad.attention_dropout = 1.0;  // a probability must be < 1
   CHECK_THROWS_AS(SyntaxTransformerTagger<double>(bad), Error);
 }
 

@@ -6,8 +6,9 @@
 //
 // Dropout sites (each its own stream derived from the layer's stream, see
 // common.hpp): attention output, FFN hidden, FFN output, and the attention
-// probabilities (the attention layer's own option, passed at the marked call
-// site). Without a stream (eval mode) nothing is dropped.
+// probabilities (options.attention.dropout, applied by the attention layer
+// from its own derived stream). Without a stream (eval mode) nothing is
+// dropped.
 #ifndef SYNATTN_NN_ENCODER_LAYER_HPP
 #define SYNATTN_NN_ENCODER_LAYER_HPP
 
@@ -197,12 +198,14 @@ class EncoderLayer {
   // cache.attn_out = Drop(Attn(in)).
   void attend(const Eigen::Ref<const Matrix>& in, const std::vector<int>& lengths,
               const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
-    // TODO(attention dropout): the training-mode call site of the attention
-    // layer. Once SyntaxBiasedAttention has the forward overload taking a
-    // RandomStream, pass c.stream.derive(kSiteAttentionProbabilities) here
-    // when `stream` is set (and keep this eval-mode call when it is null).
-    (void)stream;
-    attention_.forward(in, lengths, buckets, c.attention, c.attn_out);
+    // Training mode hands the attention layer its own stream, which drops
+    // probabilities when options().attention.dropout > 0 (and is ignored
+    // otherwise); eval mode never drops.
+    if (stream)
+      attention_.forward(in, lengths, buckets, c.attention, c.attn_out,
+                         stream->derive(kSiteAttentionProbabilities));
+    else
+      attention_.forward(in, lengths, buckets, c.attention, c.attn_out);
     drop(c, kSiteAttentionOutput, options_.attention_output_dropout, c.attn_out);
   }
 

@@ -67,10 +67,8 @@ struct TaggerOptions {
   double attention_output_dropout = -1;
   double ffn_hidden_dropout = -1;
   double ffn_output_dropout = -1;
-  // Dropout of the attention probabilities. Not applied yet: the attention
-  // layer's dropout is being added separately; until then a value > 0 throws
-  // rather than being silently ignored. See TODO(attention dropout).
-  double attention_dropout = 0;
+  // Dropout of the attention probabilities (AttentionOptions::dropout).
+  double attention_dropout = -1;
 
   // Further attention options (key_size, value_size, causal, talking heads,
   // check_finite); d_model, heads, syntax_bias, bias and seed are set from
@@ -89,15 +87,13 @@ struct TaggerOptions {
   static double site(double specific, double all) { return specific >= 0 ? specific : all; }
 
   EncoderOptions encoder_options() const {
-    if (attention_dropout != 0)
-      throw Error("TaggerOptions: attention_dropout (attention-probability dropout) is not available yet, got " +
-                  std::to_string(attention_dropout));
     EncoderOptions e;
     e.layers = layers;
     e.layer.attention = attention;
     e.layer.attention.d_model = d_model;
     e.layer.attention.heads = heads;
     e.layer.attention.bias = bias;
+    e.layer.attention.dropout = site(attention_dropout, dropout);
     e.layer.d_ff = d_ff;
     e.layer.activation = activation;
     e.layer.pre_norm = pre_norm;
