@@ -21,10 +21,18 @@ foreach(m IN ITEMS "${member}" "${member_double}")
   endif()
 endforeach()
 
+# Members defined in the class body (the implicit destructor, accessors) are
+# inline and may still be emitted where used; the out-of-line ones, which are
+# the whole layer (construction, checks, forward, backward, inference), must
+# not be.
 defined_symbols(user ${USER_OBJECTS})
-string(FIND "${user}" "synattn::SyntaxBiasedAttention<" at)
-if(NOT at EQUAL -1)
-  string(SUBSTRING "${user}" ${at} 200 excerpt)
-  message(FATAL_ERROR "a user object file defines layer code although SYNATTN_COMPILED is on: ${excerpt}")
+set(out_of_line "SyntaxBiasedAttention<(float|double)>::(forward|backward|infer|check_|reset_parameters|SyntaxBiasedAttention\\(synattn::AttentionOptions)")
+string(REGEX MATCH "[^\n]*${out_of_line}[^\n]*" hit "${user}")
+if(hit)
+  message(FATAL_ERROR "a user object file defines layer code although SYNATTN_COMPILED is on: ${hit}")
 endif()
-message(STATUS "user objects define no SyntaxBiasedAttention member; the library defines them")
+string(REGEX MATCH "[^\n]*${out_of_line}[^\n]*" lib_hit "${lib}")
+if(NOT lib_hit)
+  message(FATAL_ERROR "the check's pattern matches nothing in ${LIBRARY}: it would pass vacuously")
+endif()
+message(STATUS "user objects define no out-of-line SyntaxBiasedAttention member; the library defines them")
