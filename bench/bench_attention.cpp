@@ -254,9 +254,9 @@ struct Corpus {
 const Corpus& corpus() {
   static const Corpus c = [] {
     Corpus out;
-    const std::string shared = std::string(SYNATTN_SHARED_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
+    const std::string train = std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
     const std::string bundled = std::string(SYNATTN_SOURCE_DIR) + "/examples/data/en_ewt-dev-sample.conllu";
-    out.path = std::ifstream(shared).good() ? shared : bundled;
+    out.path = std::ifstream(train).good() ? train : bundled;
     for (const auto& s : synattn::read_conllu(out.path)) out.sentences.push_back(s.heads());
     return out;
   }();

@@ -82,9 +82,9 @@ std::vector<int> path_heads(int n, unsigned seed) {
 // at n, and a word whose head was cut off becomes a root of the forest.
 std::vector<int> ewt_forest_heads(int n) {
   static std::vector<std::vector<int>> sentences = [] {
-    const std::string shared = std::string(SYNATTN_SHARED_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
+    const std::string train = std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
     const std::string bundled = std::string(SYNATTN_SOURCE_DIR) + "/examples/data/en_ewt-dev-sample.conllu";
-    const std::string path = std::ifstream(shared).good() ? shared : bundled;
+    const std::string path = std::ifstream(train).good() ? train : bundled;
     std::vector<std::vector<int>> out;
     for (const auto& s : synattn::read_conllu(path)) out.push_back(s.heads());
     return out;

@@ -31,3 +31,31 @@ install(FILES
   "${PROJECT_BINARY_DIR}/synattnConfigVersion.cmake"
   DESTINATION "${SYNATTN_CMAKE_DIR}")
 install(FILES LICENSE README.md DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/synattn")
+
+# pkg-config: header-only and architecture-independent, so share/pkgconfig.
+# Flags for OpenMP go in when the CMake target carries it, so both ways of
+# consuming synattn compile the same code.
+set(SYNATTN_PC_OPENMP "")
+if(SYNATTN_WITH_OPENMP)
+  set(SYNATTN_PC_OPENMP "${OpenMP_CXX_FLAGS}")
+endif()
+configure_file(cmake/synattn.pc.in "${PROJECT_BINARY_DIR}/synattn.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/synattn.pc" DESTINATION "${CMAKE_INSTALL_DATADIR}/pkgconfig")
+
+# CPack: `cpack -G DEB` in a build directory makes libsynattn-dev_<version>_all.deb
+# with the headers, the CMake package and the pkg-config file under /usr.
+if(SYNATTN_IS_TOP_LEVEL)
+  set(CPACK_PACKAGE_NAME "libsynattn-dev")
+  set(CPACK_PACKAGE_VENDOR "synattn")
+  set(CPACK_PACKAGE_CONTACT "synattn maintainers <synattn@example.org>")
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+  set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
+  set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+  set(CPACK_GENERATOR "DEB")
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "all")  # headers only
+  set(CPACK_DEBIAN_PACKAGE_SECTION "libdevel")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libeigen3-dev (>= 3.4)")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config")
+  include(CPack)
+endif()

@@ -6,6 +6,7 @@
 //
 //   load_pytorch_weights DIR --heads H [--batch B] [--length N] [--seed S]
 #include <synattn/attention/syntax_attention.hpp>
+#include <synattn/build_info.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/io/npy.hpp>
 
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  std::cout << synattn::build_info() << "\n";  // how this binary was built: kernels, threads, BLAS
   try {
     // --- The lines docs/pytorch_export.md shows ---------------------------
     auto load = [&](const std::string& name) { return synattn::read_npy(dir + "/" + name + ".npy"); };

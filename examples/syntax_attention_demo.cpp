@@ -10,6 +10,7 @@
 // attention weight a word gives to words at each tree distance, for both,
 // then one backward pass and the table's gradient.
 #include <synattn/attention/syntax_attention.hpp>
+#include <synattn/build_info.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/conllu.hpp>
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
       file = a;
     }
   }
+  // How this binary was built (instruction sets, kernels, threads): the first
+  // thing to compare when two machines print different timings or digits.
+  std::printf("%s\n", synattn::build_info().c_str());
   try {
     // 1. Trees from CoNLL-U.
     std::vector<synattn::DependencyTree> trees;

@@ -14,6 +14,7 @@
 // A file with no sentences prints nothing and exits 0. A bad or unreadable
 // file prints "FILE:LINE: reason" on stderr and exits 1; bad arguments print
 // the usage on stderr and exit 2.
+#include <synattn/build_info.hpp>
 #include <synattn/tree/conllu.hpp>
 #include <synattn/tree/distance.hpp>
 #include <synattn/tree/stats.hpp>
@@ -117,6 +118,8 @@ void print_sentence(std::size_t index, const synattn::DependencyTree& tree, bool
 }
 
 void print_stats(const synattn::DistanceHistogram& hist) {
+  // Only here: the matrix modes' stdout starts with "# sent" (a contract).
+  std::printf("# %s\n", synattn::build_info().c_str());
   if (hist.sentences() == 0) return;
   std::printf("# sentences %lld, words %lld, mean length %.2f, longest %d\n",
               static_cast<long long>(hist.sentences()), static_cast<long long>(hist.words()),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs bench_attention (Eigen and OpenBLAS builds) and the PyTorch reference; prints one Markdown table.
 
-    cmake --preset release && cmake --build --preset release --target bench_attention
+    cmake --preset release -DSYNATTN_BUILD_BENCH=ON && cmake --build --preset release --target bench_attention
     cmake --preset blas && cmake --build --preset blas --target bench_attention      (optional column)
     /usr/bin/python3 tools/bench_attention_table.py [--repetitions 5] [--threads 1,2] [--json all.json]
 
@@ -127,7 +127,7 @@ def main():
 
     for b in [args.release] + ([args.blas] if args.blas else []):
         if b == args.release and not os.path.exists(b):
-            raise SystemExit("missing %s: cmake --preset release && cmake --build --preset release "
+            raise SystemExit("missing %s: cmake --preset release -DSYNATTN_BUILD_BENCH=ON && cmake --build --preset release "
                              "--target bench_attention" % b)
     have_blas = bool(args.blas) and os.path.exists(args.blas)
     if args.blas and not have_blas:

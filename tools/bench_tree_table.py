@@ -4,6 +4,7 @@
 usage: tools/bench_tree_table.py [build/release/bench/bench_tree] [--repetitions N]
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -15,6 +16,9 @@ def main():
     for a in sys.argv[1:]:
         if a.startswith("--repetitions="):
             reps = int(a.split("=", 1)[1])
+    if not os.path.exists(binary):  # benchmarks are opt-in
+        raise SystemExit("missing %s: cmake --preset release -DSYNATTN_BUILD_BENCH=ON && "
+                         "cmake --build --preset release --target bench_tree" % binary)
     out = subprocess.run(
         [binary, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
          "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.1"],

@@ -4,7 +4,9 @@
 # is already there, so it is cheap to run before every build.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev)
+# pkg-config: the packaging test checks the installed synattn.pc with it
+# (dpkg-deb, which it also uses, is part of every Debian system).
+packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev pkg-config)
 # The fuzz preset needs clang with libFuzzer and its sanitizer runtimes.
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)

@@ -5,8 +5,7 @@
 #
 #   tools/make_npy_seeds.sh OUTDIR
 #
-# The golden arrays are taken from $SYNATTN_SHARED_DIR/golden (default:
-# ../shared beside the checkout); they are skipped with a warning if absent.
+# The golden arrays are the repository's own (tests/golden/mha/tiny).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -15,10 +14,9 @@ if [[ $# -ne 1 ]]; then
 fi
 out=$1
 here=$(cd "$(dirname "$0")" && pwd)
-shared=${SYNATTN_SHARED_DIR:-$here/../../shared}
 mkdir -p "$out"
 
-golden=$shared/golden/mha/tiny
+golden=$here/../tests/golden/mha/tiny
 if [[ -d $golden ]]; then
   for name in x lengths heads_array scale table bq probs; do
     install -m 0644 "$golden/$name.npy" "$out/golden_tiny_$name.npy"

@@ -3,6 +3,7 @@
 #define SYNATTN_SYNATTN_HPP
 
 #include "config.hpp"
+#include "build_info.hpp"
 #include "error.hpp"
 #include "matrix.hpp"
 #include "special_values.hpp"

@@ -1,5 +1,5 @@
 // SyntaxBiasedAttention against the golden vectors of SPEC §5: every case
-// under shared/golden/mha/ and, when SYNATTN_GOLDEN_DIR is set, every case
+// bundled under tests/golden/mha/ and, when SYNATTN_GOLDEN_DIR is set, every case
 // under it. double agrees to 1e-10 and float to 1e-4, per array, as
 // max|got - want| <= tol * max|want| (dbk: max|got| <= tol * max|dWk|).
 #include <catch2/catch.hpp>
@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "support/json_lite.hpp"
-#include "support/shared_data.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_data.hpp"
 
 namespace fs = std::filesystem;
 using synattn::AttentionOptions;
@@ -192,14 +193,14 @@ void run_golden_root(const fs::path& root) {
 
 }  // namespace
 
-TEST_CASE("attention matches every shared golden case in double and float", "[attention][golden]") {
-  const fs::path root = fs::path(synattn_test::shared_path("golden/mha/tiny/config.json")).parent_path().parent_path();
+TEST_CASE("attention matches every bundled golden case in double and float", "[attention][golden]") {
+  const fs::path root = fs::path(synattn_test::golden_path("mha/tiny/config.json")).parent_path().parent_path();
   const auto dirs = case_dirs(root);
   std::vector<std::string> names;
   for (const auto& d : dirs) names.push_back(d.filename().string());
   // The five public cases must all be there: a vanished case must not pass silently.
   for (const char* want : {"tiny", "padded", "perhead_log", "causal", "directed"}) {
-    INFO("missing shared golden case " << want);
+    INFO("missing bundled golden case " << want);
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }
   run_golden_root(root);
@@ -217,10 +218,10 @@ TEST_CASE("attention matches every case under SYNATTN_GOLDEN_DIR when it is set"
 }
 
 TEST_CASE("a golden case with missing or malformed arrays fails with the case name", "[attention][golden]") {
-  const fs::path tiny = fs::path(synattn_test::shared_path("golden/mha/tiny/config.json")).parent_path();
-  const fs::path tmp = fs::temp_directory_path() / ("synattn_golden_" + std::to_string(std::rand()) + "_broken_case");
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
+  const fs::path tiny = fs::path(synattn_test::golden_path("mha/tiny/config.json")).parent_path();
+  // Unique per process: three builds of this program run at once under ctest -j.
+  const synattn_test::TempDir scratch("synattn_golden_broken_case");
+  const fs::path tmp = scratch.path();
   for (const auto& entry : fs::directory_iterator(tiny)) fs::copy_file(entry.path(), tmp / entry.path().filename());
   REQUIRE_NOTHROW(load_case(tmp));
   const std::string name = tmp.filename().string();
@@ -245,5 +246,4 @@ TEST_CASE("a golden case with missing or malformed arrays fails with the case na
     std::ofstream(tmp / "config.json", std::ios::trunc) << R"({"batch": 1, "length": 5})";
     CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("d_model"));
   }
-  fs::remove_all(tmp);
 }

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "support/json_lite.hpp"
-#include "support/shared_data.hpp"
+#include "support/test_data.hpp"
 
 namespace json = synattn_test::json;
 
@@ -30,7 +30,7 @@ TEST_CASE("json_lite reads the values config.json files use", "[support][json]")
 
 TEST_CASE("json_lite reads every shared golden config", "[support][json]") {
   for (const char* c : {"tiny", "padded", "perhead_log", "causal", "directed"}) {
-    const auto v = json::parse_file(synattn_test::shared_path(std::string("golden/mha/") + c + "/config.json"));
+    const auto v = json::parse_file(synattn_test::golden_path(std::string("mha/") + c + "/config.json"));
     CHECK(v["case"].as_string() == c);
     CHECK(v["d_model"].as_int() > 0);
     CHECK(v["shapes"]["x"].as_array().size() == 3);

@@ -14,5 +14,8 @@ int main() {
     return 1;
   }
   std::cout << "consumer: synattn " << SYNATTN_VERSION_STRING << " ok\n";
+  // The test that builds us checks this line says OpenMP is on when the
+  // package was made with it: the exported target must carry -fopenmp.
+  std::cout << "consumer: " << synattn::build_info() << "\n";
   return 0;
 }

@@ -1,5 +1,7 @@
 # Installs synattn into a scratch prefix, then configures, builds and runs
-# tests/consumer against it with find_package(synattn).
+# tests/consumer against it with find_package(synattn). WANT_OPENMP (ON/OFF):
+# whether the consumer's build_info() line must say OpenMP is on, i.e. whether
+# synattn::synattn carries OpenMP to its users.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
@@ -9,19 +11,29 @@ function(run)
     message(FATAL_ERROR "command failed (${rc}): ${ARGV}\n${out}\n${err}")
   endif()
   message(STATUS "${out}")
+  set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
 set(prefix "${WORK_DIR}/prefix")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/synattn-build" -G "${GENERATOR}"
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${prefix}
     -DSYNATTN_BUILD_TESTS=OFF -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_BUILD_BENCH=OFF
-    -DSYNATTN_INSTALL=ON -DSYNATTN_CHECKPOINT=${CHECKPOINT})
+    -DSYNATTN_INSTALL=ON -DSYNATTN_CHECKPOINT=${CHECKPOINT} -DSYNATTN_USE_OPENMP=${WANT_OPENMP})
 run("${CMAKE_COMMAND}" --install "${WORK_DIR}/synattn-build")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consumer-build"
     -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DCMAKE_PREFIX_PATH=${prefix})
 run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-build")
 run("${WORK_DIR}/consumer-build/consumer")
+if(WANT_OPENMP)
+  set(want "OpenMP: on, ")
+else()
+  set(want "OpenMP: off")
+endif()
+string(FIND "${last_output}" "${want}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the consumer's build_info() does not say '${want}':\n${last_output}")
+endif()
 # With the checkpoint component installed, the consumer must have found it.
 if(CHECKPOINT)
   if(NOT EXISTS "${WORK_DIR}/consumer-build/consumer_checkpoint")

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <random>
 
-#include "support/shared_data.hpp"
+#include "support/test_data.hpp"
 
 TEST_CASE("README tour: trees, CoNLL-U, distances, batches and buckets", "[readme]") {
   using namespace synattn;

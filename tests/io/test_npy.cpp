@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "support/json_lite.hpp"
-#include "support/shared_data.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_data.hpp"
 
 using synattn::NpyArray;
 using synattn::NpyDType;
@@ -77,26 +78,7 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = std::filesystem::temp_directory_path() /
-            ("synattn_test_npy_" + std::to_string(rd()) + "_" + std::to_string(stamp));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using synattn_test::TempDir;
 
 // Test values that stress each type: its extremes, zero, and for floats the
 // IEEE specials, so a round trip must be bit-exact to pass.
@@ -381,8 +363,8 @@ TEST_CASE("the writer switches to version 2.0 only when the header needs it", "[
 
 TEST_CASE("every golden array reads with the shape and dtype config.json lists", "[io][npy][golden]") {
   const std::string name = GENERATE("tiny", "padded", "perhead_log", "causal", "directed");
-  const std::string dir = "golden/mha/" + name + "/";
-  const auto config = synattn_test::json::parse_file(synattn_test::shared_path(dir + "config.json"));
+  const std::string dir = "mha/" + name + "/";
+  const auto config = synattn_test::json::parse_file(synattn_test::golden_path(dir + "config.json"));
   const auto& shapes = config["shapes"].as_object();
   const auto& dtypes = config["dtypes"];
   REQUIRE(shapes.size() >= 29);
@@ -393,7 +375,7 @@ TEST_CASE("every golden array reads with the shape and dtype config.json lists",
     Shape want_shape;
     for (const auto& d : entry.second.as_array()) want_shape.push_back(static_cast<std::size_t>(d.as_int()));
     CAPTURE(name, array);
-    const std::string path = synattn_test::shared_path(dir + array + ".npy");
+    const std::string path = synattn_test::golden_path(dir + array + ".npy");
     const NpyArray a = read_npy(path);
     CHECK(a.shape() == want_shape);
     CHECK(synattn::npy_dtype_name(a.dtype()) == dtypes[array].as_string());
@@ -404,14 +386,14 @@ TEST_CASE("every golden array reads with the shape and dtype config.json lists",
   }
 
   // The values decode too, not only the headers.
-  const auto lengths = read_npy(synattn_test::shared_path(dir + "lengths.npy")).to_vector<long>();
+  const auto lengths = read_npy(synattn_test::golden_path(dir + "lengths.npy")).to_vector<long>();
   std::vector<long> config_lengths;
   for (const auto& v : config["lengths"].as_array()) config_lengths.push_back(v.as_int());
   CHECK(lengths == config_lengths);
 }
 
 TEST_CASE("golden tiny case decodes to the documented values", "[io][npy][golden]") {
-  const auto path = [](const char* a) { return synattn_test::shared_path(std::string("golden/mha/tiny/") + a); };
+  const auto path = [](const char* a) { return synattn_test::golden_path(std::string("mha/tiny/") + a); };
   const NpyArray x = read_npy(path("x.npy"));
   CHECK(x.dtype() == NpyDType::Float64);
   CHECK(x.shape() == Shape{1, 5, 8});

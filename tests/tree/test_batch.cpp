@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "support/random_trees.hpp"
-#include "support/shared_data.hpp"
+#include "support/test_data.hpp"
 
 using namespace synattn;
 
@@ -247,11 +247,11 @@ TEST_CASE("batches of the golden trees reproduce the golden dist, up/down and bu
                                 {"directed", Bucketing::directed(3)}};
   for (const auto& c : cases) {
     CAPTURE(c.name);
-    const std::string dir = std::string("golden/mha/") + c.name + "/";
-    const auto heads = read_npy_int64(synattn_test::shared_path(dir + "heads_array.npy"));
-    const auto lengths = read_npy_int64(synattn_test::shared_path(dir + "lengths.npy"));
-    const auto dist = read_npy_int64(synattn_test::shared_path(dir + "dist.npy"));
-    const auto buckets = read_npy_int64(synattn_test::shared_path(dir + "buckets.npy"));
+    const std::string dir = std::string("mha/") + c.name + "/";
+    const auto heads = read_npy_int64(synattn_test::golden_path(dir + "heads_array.npy"));
+    const auto lengths = read_npy_int64(synattn_test::golden_path(dir + "lengths.npy"));
+    const auto dist = read_npy_int64(synattn_test::golden_path(dir + "dist.npy"));
+    const auto buckets = read_npy_int64(synattn_test::golden_path(dir + "buckets.npy"));
     const long long batch = heads.shape[0], n = heads.shape[1];
     std::vector<DependencyTree> trees;
     for (long long b = 0; b < batch; ++b) {
@@ -264,8 +264,8 @@ TEST_CASE("batches of the golden trees reproduce the golden dist, up/down and bu
     const auto got_lengths = batch_distances<std::int32_t>(trees, block);
     RowMajorMatrix<std::int16_t> got_buckets(batch * n, n);
     if (c.bucketing.kind() == BucketKind::Directed) {
-      const auto up = read_npy_int64(synattn_test::shared_path(dir + "up.npy"));
-      const auto down = read_npy_int64(synattn_test::shared_path(dir + "down.npy"));
+      const auto up = read_npy_int64(synattn_test::golden_path(dir + "up.npy"));
+      const auto down = read_npy_int64(synattn_test::golden_path(dir + "down.npy"));
       RowMajorMatrix<std::int8_t> u(batch * n, n), d(batch * n, n);
       batch_directed_distances<std::int8_t>(trees, u, d);
       for (long long b = 0; b < batch; ++b)

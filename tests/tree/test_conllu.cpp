@@ -10,7 +10,7 @@
 
 #include <synattn/tree/conllu.hpp>
 
-#include "support/shared_data.hpp"
+#include "support/test_data.hpp"
 
 using synattn::ConlluIssue;
 using synattn::ConlluMode;
@@ -526,11 +526,11 @@ namespace {
 struct Treebank {
   std::string path;
   std::size_t sentences;
-  std::size_t skipped_lines;  // multiword-token + empty-node lines (shared/data/NOTE.md)
+  std::size_t skipped_lines;  // multiword-token + empty-node lines (data/ud/*/README.md)
 };
 }  // namespace
 
-TEST_CASE("every sentence of the shared treebanks is read and its tree validates",
+TEST_CASE("every sentence of the bundled treebanks is read and its tree validates",
           "[conllu][data][ud]") {
   const Treebank tb = GENERATE(values<Treebank>({
       {synattn_test::ewt("dev"), 2001, 359 + 4},

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "support/random_trees.hpp"
-#include "support/shared_data.hpp"
+#include "support/test_data.hpp"
 
 using namespace synattn;
 

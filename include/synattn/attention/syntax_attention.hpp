@@ -271,5 +271,6 @@ class SyntaxBiasedAttention {
 }  // namespace synattn
 
 #include "syntax_attention_impl.hpp"
+#include "compiled.hpp"  // SYNATTN_COMPILED: the float/double layers come from synattn::compiled
 
 #endif  // SYNATTN_ATTENTION_SYNTAX_ATTENTION_HPP

@@ -1,0 +1,24 @@
+// A translation unit that uses SyntaxBiasedAttention<float> and <double>
+// (construct, forward, backward, infer): what README's compile-time numbers
+// compile, header-only and in compiled mode (-DSYNATTN_COMPILED). Not built by
+// CMake; the README gives the commands.
+#include <synattn/synattn.hpp>
+
+#include <cstdint>
+#include <vector>
+
+template <class Scalar>
+double run() {
+  synattn::AttentionOptions options(16, 2);
+  synattn::SyntaxBiasedAttention<Scalar> layer(options);
+  const std::vector<int> lengths{3};
+  synattn::RowMajorMatrix<Scalar> x = synattn::RowMajorMatrix<Scalar>::Ones(3, 16);
+  synattn::RowMajorMatrix<std::int8_t> buckets = synattn::RowMajorMatrix<std::int8_t>::Zero(3, 3);
+  synattn::AttentionCache<Scalar> cache;
+  const auto out = layer.forward(x, lengths, buckets, cache);
+  const auto dx = layer.backward(cache, out);
+  const auto y = layer.infer(x, lengths, buckets);
+  return double(out.sum() + dx.sum() + y.sum());
+}
+
+int main() { return run<float>() + run<double>() > 0 ? 0 : 1; }

@@ -1,0 +1,56 @@
+// synattn — one line describing how this code was built: what a bug report,
+// a benchmark table or an example's first line needs to be reproducible.
+#ifndef SYNATTN_BUILD_INFO_HPP
+#define SYNATTN_BUILD_INFO_HPP
+
+#include <string>
+
+#include <Eigen/Core>
+
+#include "config.hpp"
+#include "kernels/attention_rows.hpp"
+#include "kernels/linear_small.hpp"
+#include "util/parallel.hpp"
+
+namespace synattn {
+
+// e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX512, FMA, AVX2, ...; kernels:
+// avx512 rows, avx512 small linear; OpenMP: on, 2 threads; BLAS: no".
+//
+// synattn is header-only, so this describes the translation unit that calls
+// it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
+// EIGEN_USE_BLAS) chose every item, exactly as they chose the code that the
+// same translation unit runs. The thread count is omp_get_max_threads() now
+// (OMP_NUM_THREADS, omp_set_num_threads), since results do not depend on it.
+inline std::string build_info() {
+  std::string line = "synattn " SYNATTN_VERSION_STRING;
+  line += "; Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+          std::to_string(EIGEN_MINOR_VERSION);
+  line += " SIMD: ";
+  line += Eigen::SimdInstructionSetsInUse();
+  line += "; kernels: ";
+  line += kernels::active_isa();
+  line += " rows, ";
+  // Mirrors kernels::uses_small_linear: the small-rows projection kernel
+  // exists for AVX-512 only; elsewhere every projection is Eigen's product.
+#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+  line += "avx512 small linear";
+#else
+  line += "Eigen linear";
+#endif
+#if defined(_OPENMP)
+  line += "; OpenMP: on, " + std::to_string(max_threads()) + (max_threads() == 1 ? " thread" : " threads");
+#else
+  line += "; OpenMP: off, 1 thread";
+#endif
+#if defined(EIGEN_USE_BLAS)
+  line += "; BLAS: yes (EIGEN_USE_BLAS)";
+#else
+  line += "; BLAS: no (Eigen's own products)";
+#endif
+  return line;
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_BUILD_INFO_HPP
