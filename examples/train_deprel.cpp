@@ -1,0 +1,293 @@
+// train_deprel — trains a syntax-aware Transformer with synattn and measures
+// what the tree buys.
+//
+// Task: predict each word's universal dependency relation (base DEPREL,
+// `nmod:poss` -> `nmod`) in UD English EWT from the lower-cased word forms
+// alone. The gold tree enters the model only through the attention bias
+// s * T[bucket(dist(i, j))], so any gain over the plain Transformer ("none")
+// is what the tree buys.
+//
+// The recipe (fixed, so runs compare with bench/pytorch_train_reference.py):
+// training subset of N sentences (<= 60 words) drawn with a fixed data seed;
+// vocabulary from the subset, singletons -> UNK with probability 0.5 while
+// training; embedding + sinusoidal positions, dropout 0.1 on embeddings,
+// attention probabilities, attention output, FFN hidden and FFN output;
+// 2 pre-norm layers, d_model 128, 4 heads, FFN 256 (ReLU), final LayerNorm,
+// linear classifier; each layer its own table and scale (s = 1 at start);
+// Adam lr 1e-3 with 50 linear warm-up steps, bias table and scale at
+// --bias-lr-mult times that (10 by default); batches of 32 sentences of
+// similar length; dev accuracy after every epoch, early stopping.
+//
+//   train_deprel --help
+//   train_deprel --train-size 500 --variants none,fixed,shared --seeds 1 --epochs 30
+//   train_deprel --full --json results.jsonl --out results/
+#include <synattn/build_info.hpp>
+#include <synattn/data/batching.hpp>
+#include <synattn/data/tagging_corpus.hpp>
+#include <synattn/data/token_batch.hpp>
+#include <synattn/data/vocabulary.hpp>
+#include <synattn/nn/tagger.hpp>
+#include <synattn/train/optimizer.hpp>
+#include <synattn/train/parameter_groups.hpp>
+#include <synattn/train/schedules.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "train_deprel/cli.hpp"
+#include "train_deprel/figures.hpp"
+#include "train_deprel/progress.hpp"
+#include "train_deprel/results.hpp"
+#include "train_deprel/svg_plot.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Model = synattn::nn::SyntaxTransformerTagger<float>;
+using synattn::nn::IdVector;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Stream ids below the run seed: the data recipe's sites (batching.hpp) use
+// 1..3, model dropout takes its own.
+constexpr std::uint64_t kModelDropoutSite = 101;
+
+constexpr double kLearningRate = 1e-3;
+constexpr long kWarmupSteps = 50;
+
+synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int vocab, int classes, int seed) {
+  synattn::nn::TaggerOptions o;
+  o.vocab_size = vocab;
+  o.num_classes = classes;
+  o.d_model = 128;
+  o.heads = 4;
+  o.d_ff = 256;
+  o.layers = 2;
+  o.activation = synattn::nn::Activation::ReLU;
+  o.pre_norm = true;
+  o.final_norm = true;
+  o.dropout = 0.1;
+  o.attention_dropout = 0.1;
+  o.seed = static_cast<std::uint64_t>(seed);
+  if (!v.has_bias) {
+    o.bias_layers = synattn::nn::BiasLayers::None;
+    return o;
+  }
+  o.bias_layers = synattn::nn::BiasLayers::All;
+  o.share_table = false;  // each layer its own table and scale
+  o.bias.bucketing = *v.bucketing;
+  o.bias.per_head = v.per_head;
+  o.bias.init = v.table_init == train_deprel::TableInit::Decay ? synattn::TableInit::LinearDecay
+                                                              : synattn::TableInit::Zero;
+  o.bias.decay = 1.0;  // T[b] = -b
+  o.bias.table_learnable = v.table_learnable;
+  o.bias.scale = 1.0;
+  o.bias.scale_learnable = true;
+  return o;
+}
+
+// Accuracy (percent) of the model on every sentence of `corpus`, dropout off.
+double evaluate(const Model& model, const synattn::EncodedCorpus& corpus, const std::vector<int>& lengths,
+                synattn::TokenBatch& batch, Model::Cache& cache) {
+  long long correct = 0, counted = 0;
+  for (const auto& indices : synattn::eval_batches(lengths)) {
+    synattn::make_token_batch(corpus, indices, synattn::WordDropout::none(), batch);
+    const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
+    const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
+    const IdVector predicted = model.predict(ids, batch.lengths, batch.buckets, cache);
+    correct += synattn::nn::count_correct(predicted, labels, batch.lengths);
+    counted += static_cast<long long>(batch.tokens);
+  }
+  return counted > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
+}
+
+// The learned s * T of every biased layer, (rows, buckets) row-major.
+std::vector<std::vector<double>> learned_bias(Model& model) {
+  std::vector<std::vector<double>> out;
+  for (int l = 0; l < model.options().layers; ++l) {
+    auto& attention = model.attention(l);
+    if (!attention.has_syntax_bias()) continue;
+    const double s = static_cast<double>(attention.scale());
+    const auto table = attention.table();
+    std::vector<double> v;
+    for (Eigen::Index r = 0; r < table.rows(); ++r)
+      for (Eigen::Index b = 0; b < table.cols(); ++b) v.push_back(s * static_cast<double>(table(r, b)));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+struct Corpora {
+  std::vector<synattn::TaggedSentence> train, dev;
+  synattn::LabelSet labels;
+};
+
+train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, std::uint64_t data_seed,
+                                  train_deprel::Progress& progress) {
+  const auto t0 = Clock::now();
+  const auto& v = run.variant;
+  // The training subset, in its shuffled order, and its vocabulary.
+  const std::vector<std::size_t> subset_index =
+      synattn::select_training_subset(data.train, static_cast<std::size_t>(run.train_size), 60, data_seed);
+  std::vector<synattn::TaggedSentence> subset;
+  subset.reserve(subset_index.size());
+  for (std::size_t i : subset_index) subset.push_back(data.train[i]);
+  const synattn::Vocabulary vocab = synattn::Vocabulary::build(subset, nullptr);
+  const synattn::Bucketing* bucketing = v.bucketing ? &*v.bucketing : nullptr;
+  const synattn::EncodedCorpus train_corpus(subset, vocab, data.labels, bucketing);
+  const synattn::EncodedCorpus dev_corpus(data.dev, vocab, data.labels, bucketing);
+  const std::vector<int> train_lengths = synattn::sentence_lengths(subset);
+  const std::vector<int> dev_lengths = synattn::sentence_lengths(data.dev);
+
+  Model model(model_options(v, vocab.size(), data.labels.size(), run.seed));
+  synattn::Adam<float> adam(synattn::AdamOptions{}, synattn::syntax_bias_groups(run.bias_lr_mult));
+  const synattn::RandomStream dropout_root = synattn::RandomStream(static_cast<std::uint64_t>(run.seed)).derive(kModelDropoutSite);
+
+  train_deprel::RunResult result;
+  result.variant = v.name;
+  result.train_size = run.train_size;
+  result.train_sentences = static_cast<int>(subset.size());
+  result.seed = run.seed;
+  result.bias_lr_mult = run.bias_lr_mult;
+  result.table_init = train_deprel::table_init_name(v.table_init);
+  result.bias_rows = v.per_head ? model.options().heads : 1;
+  result.bucket_labels = v.bucket_labels();
+
+  char name[96];
+  std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", v.name.c_str(), run.bias_lr_mult, run.train_size, run.seed);
+  train_deprel::ProgressState state;
+  state.run = name;
+  state.epochs = run.schedule.epochs;
+
+  synattn::TokenBatch batch;
+  Model::Cache cache;
+  long step = 0;
+  double step_seconds = 0;
+  long long trained_tokens = 0;
+  int since_best = 0;
+  for (int epoch = 0; epoch < run.schedule.epochs; ++epoch) {
+    const auto batches = synattn::length_batches(train_lengths, static_cast<std::uint64_t>(run.seed),
+                                                 static_cast<std::uint64_t>(epoch));
+    const synattn::WordDropout word_dropout =
+        synattn::WordDropout::for_epoch(static_cast<std::uint64_t>(run.seed), static_cast<std::uint64_t>(epoch));
+    double loss_sum = 0;
+    state.epoch = epoch + 1;
+    state.steps = static_cast<long>(batches.size());
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      synattn::make_token_batch(train_corpus, batches[k], word_dropout, batch);
+      const auto s0 = Clock::now();
+      const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
+      const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
+      model.zero_grad();
+      const synattn::RandomStream dropout = dropout_root.derive(static_cast<std::uint64_t>(step));
+      const auto loss = model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout);
+      adam.set_lr(kLearningRate * synattn::warmup_constant(step + 1, kWarmupSteps));
+      adam.step(model.parameter_store());
+      step_seconds += seconds_since(s0);
+      ++step;
+      trained_tokens += static_cast<long long>(batch.tokens);
+      loss_sum += loss.loss;
+      state.step = static_cast<long>(k + 1);
+      state.loss = loss_sum / static_cast<double>(k + 1);
+      state.tokens_per_second = static_cast<double>(trained_tokens) / step_seconds;
+      const double done = static_cast<double>(epoch) + static_cast<double>(k + 1) / static_cast<double>(batches.size());
+      state.eta_seconds = train_deprel::eta_seconds(seconds_since(t0), done, run.schedule.epochs);
+      progress.update(state);
+    }
+    const double accuracy = evaluate(model, dev_corpus, dev_lengths, batch, cache);
+    result.dev_history.push_back(accuracy);
+    state.dev_accuracy = accuracy;
+    progress.end_epoch(state);
+    if (accuracy > result.best_dev_accuracy || epoch == 0) {
+      result.best_dev_accuracy = accuracy;
+      result.best_epoch = epoch + 1;
+      result.learned_bias = learned_bias(model);
+      since_best = 0;
+    } else if (++since_best >= run.schedule.patience) {
+      break;
+    }
+  }
+  result.epochs_run = static_cast<int>(result.dev_history.size());
+  result.train_seconds = seconds_since(t0);
+  result.train_tokens_per_second = step_seconds > 0 ? static_cast<double>(trained_tokens) / step_seconds : 0.0;
+  return result;
+}
+
+std::string file_stem(const train_deprel::RunResult& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s-x%g-N%d-seed%d", r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed);
+  return buf;
+}
+
+void write_outputs(const std::string& dir, const std::vector<train_deprel::RunResult>& results) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  std::map<int, std::vector<train_deprel::RunResult>> by_size;
+  for (const auto& r : results) {
+    by_size[r.train_size].push_back(r);
+    if (r.learned_bias.empty()) continue;
+    train_deprel::write_text_file(dir + "/bias-" + file_stem(r) + ".svg",
+                                  train_deprel::render_line_chart(train_deprel::learned_bias_chart(r)));
+    if (r.variant == "directed")
+      for (std::size_t l = 0; l < r.learned_bias.size(); ++l)
+        train_deprel::write_text_file(dir + "/directed-" + file_stem(r) + "-layer" + std::to_string(l + 1) + ".svg",
+                                      train_deprel::render_heat_map(train_deprel::directed_heat_map(r, l)));
+  }
+  for (const auto& [size, runs] : by_size)
+    train_deprel::write_text_file(
+        dir + "/curves-N" + std::to_string(size) + ".svg",
+        train_deprel::render_line_chart(train_deprel::learning_curves_chart(
+            runs, "Dev accuracy per epoch, N = " + std::to_string(size) + " training sentences")));
+  train_deprel::write_text_file(dir + "/results.md", train_deprel::markdown_results_table(results));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int exit_code = 0;
+  const auto config = train_deprel::parse_cli_or_exit_code(argc, argv, std::cout, std::cerr, exit_code);
+  if (!config) return exit_code;
+  try {
+#if defined(_OPENMP)
+    if (config->threads > 0) omp_set_num_threads(config->threads);
+#endif
+    std::cerr << synattn::build_info() << "\n";
+    Corpora data;
+    data.train = synattn::load_tagging_corpus(config->train_path);
+    data.dev = synattn::load_tagging_corpus(config->dev_path);
+    data.labels = synattn::LabelSet::build(data.train);
+    std::cerr << "train " << config->train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
+              << " relations; dev " << config->dev_path << ": " << data.dev.size() << " sentences ("
+              << data.labels.count_ignored(data.dev) << " words with a relation unseen in train are not scored)\n";
+
+    train_deprel::Progress progress;
+    std::vector<train_deprel::RunResult> results;
+    const auto runs = config->runs();
+    for (const auto& run : runs) {
+      results.push_back(train_one(run, data, config->data_seed, progress));
+      const auto& r = results.back();
+      char line[256];
+      std::snprintf(line, sizeof line, "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
+                    r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed, r.best_dev_accuracy, r.best_epoch,
+                    r.epochs_run, r.train_seconds, r.train_tokens_per_second);
+      progress.note(line);
+      if (!config->json_path.empty()) train_deprel::append_json_line(config->json_path, r);
+    }
+    std::cout << train_deprel::markdown_results_table(results);
+    if (!config->out_dir.empty()) write_outputs(config->out_dir, results);
+  } catch (const std::exception& e) {
+    std::cerr << "train_deprel: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
