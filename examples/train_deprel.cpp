@@ -261,6 +261,12 @@ int main(int argc, char** argv) {
 #if defined(_OPENMP)
     if (config->threads > 0) omp_set_num_threads(config->threads);
 #endif
+    if (!config->report_path.empty()) {
+      const std::vector<train_deprel::RunResult> results = train_deprel::read_json_lines(config->report_path);
+      std::cout << train_deprel::markdown_results_table(results);
+      if (!config->out_dir.empty()) write_outputs(config->out_dir, results);
+      return 0;
+    }
     std::cerr << synattn::build_info() << "\n";
     Corpora data;
     data.train = synattn::load_tagging_corpus(config->train_path);

@@ -142,6 +142,7 @@ struct Config {
   int threads = 0;   // 0: OpenMP's default
   std::string json_path;
   std::string out_dir;
+  std::string report_path;  // --report: tabulate and plot these results instead of training
   bool full = false;
   bool help = false;
   std::uint64_t data_seed = synattn::kDefaultDataSeed;
@@ -175,7 +176,7 @@ struct Config {
 inline const char* usage() {
   return "usage: train_deprel [--train FILE] [--dev FILE] [--train-size N] [--variants LIST] [--seeds LIST]\n"
          "                    [--epochs E] [--patience P] [--bias-lr-mult X] [--threads T]\n"
-         "                    [--json FILE] [--out DIR] [--full] [--help]\n"
+         "                    [--json FILE] [--out DIR] [--full] [--report FILE] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -195,6 +196,9 @@ inline const char* usage() {
          "  --out DIR           write figures (SVG) and the results table there\n"
          "  --full              the whole grid: every variant at N = 500, 2000, 8000, shared also\n"
          "                      at bias-lr-mult 1, seeds 1,2,3\n"
+         "  --report FILE       train nothing: print the table of the runs in FILE (JSON lines, as\n"
+         "                      written by --json, e.g. several processes' files concatenated) and\n"
+         "                      write their figures to --out\n"
          "  --help              this text\n";
 }
 
@@ -256,7 +260,7 @@ inline Config parse_cli(int argc, const char* const* argv) {
     }
     static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
                                           "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
-                                          "--threads", "--json",   "--out"};
+                                          "--threads", "--json",   "--out",          "--report"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -293,6 +297,8 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.json_path = value;
     } else if (flag == "--out") {
       c.out_dir = value;
+    } else if (flag == "--report") {
+      c.report_path = value;
     }
   }
   if (c.full) {

@@ -62,6 +62,8 @@ TEST_CASE("defaults: the repository's EWT files and the schedule by N", "[cli]")
   CHECK(q.seeds == std::vector<int>{1});
   CHECK(q.bias_lr_mults == std::vector<double>{10.0});
   CHECK(q.runs().size() == 3);
+  CHECK(q.report_path.empty());
+  CHECK(parse({"--report", "runs.jsonl", "--out", "figs"}).report_path == "runs.jsonl");
 }
 
 TEST_CASE("the --full flag runs the whole grid", "[cli]") {
