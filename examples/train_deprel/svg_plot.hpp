@@ -142,8 +142,14 @@ inline std::string render_line_chart(const LineChart& chart) {
         ys.push_back(se.y[i]);
       }
   }
-  const double left = 70, right = 170, top = 40, bottom = 60;
-  const double pw = chart.width - left - right, ph = chart.height - top - bottom;
+  // The legend sits right of the plot; widen the picture rather than clip a
+  // long series name (about 7 px per character at font-size 12).
+  std::size_t longest = 0;
+  for (const Series& se : chart.series) longest = std::max(longest, se.name.size());
+  const double left = 70, top = 40, bottom = 60;
+  const double right = std::max(170.0, 45.0 + 7.0 * static_cast<double>(longest));
+  const double pw = chart.width - left - 170.0, ph = chart.height - top - bottom;
+  const int width = static_cast<int>(left + pw + right);
   Range rx = finite_range(xs), ry = finite_range(ys);
   std::vector<double> xt;
   if (chart.x_tick_labels.empty()) {
@@ -156,7 +162,7 @@ inline std::string render_line_chart(const LineChart& chart) {
   const auto px = [&](double x) { return left + (x - rx.lo) / (rx.hi - rx.lo) * pw; };
   const auto py = [&](double y) { return top + ph - (y - ry.lo) / (ry.hi - ry.lo) * ph; };
 
-  std::string out = header(chart.width, chart.height, chart.title);
+  std::string out = header(width, chart.height, chart.title);
   out += "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
   for (double y : yt) out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) + "\" y2=\"" + num(py(y)) + "\"/>\n";
   out += "</g>\n<g stroke=\"black\" stroke-width=\"1\">\n<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) +
