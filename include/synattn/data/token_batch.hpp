@@ -79,6 +79,24 @@ struct TokenBatch {
 };
 
 namespace detail {
+// Shapes `out` for `batch` sequences of n positions (buffers only grow) and
+// fills it with padding: ids kPad, labels kIgnore, buckets masked.
+inline void reset_token_batch(TokenBatch& out, Index batch, Index n, bool bucketed) {
+  out.ids.resize(batch, n);
+  out.labels.resize(batch, n);
+  out.lengths.resize(static_cast<std::size_t>(batch));
+  out.ids.setConstant(Vocabulary::kPad);
+  out.labels.setConstant(LabelSet::kIgnore);
+  out.tokens = 0;
+  out.dropped = 0;
+  if (bucketed) {
+    out.buckets.resize(batch * n, n);
+    out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
+  } else {
+    out.buckets.resize(0, 0);
+  }
+}
+
 inline void check_token_batch_inputs(const std::vector<TaggedSentence>& sentences,
                                      const std::vector<std::size_t>& indices,
                                      const Bucketing* bucketing) {
@@ -139,19 +157,7 @@ inline void make_token_batch(const std::vector<TaggedSentence>& sentences,
   int n = 0;
   for (std::size_t i : indices) n = sentences[i].size() > n ? sentences[i].size() : n;
 
-  out.ids.resize(batch, n);
-  out.labels.resize(batch, n);
-  out.lengths.resize(indices.size());
-  out.ids.setConstant(Vocabulary::kPad);
-  out.labels.setConstant(LabelSet::kIgnore);
-  out.tokens = 0;
-  out.dropped = 0;
-  if (bucketing) {
-    out.buckets.resize(batch * n, n);
-    out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
-  } else {
-    out.buckets.resize(0, 0);
-  }
+  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketing != nullptr);
 
   for (Index b = 0; b < batch; ++b) {
     const std::size_t index = indices[static_cast<std::size_t>(b)];
@@ -256,20 +262,8 @@ inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std:
     n = corpus.length(indices[k]) > n ? corpus.length(indices[k]) : n;
   }
   const Index batch = static_cast<Index>(indices.size());
-  out.ids.resize(batch, n);
-  out.labels.resize(batch, n);
-  out.lengths.resize(indices.size());
-  out.ids.setConstant(Vocabulary::kPad);
-  out.labels.setConstant(LabelSet::kIgnore);
-  out.tokens = 0;
-  out.dropped = 0;
   const bool bucketed = corpus.bucketing_.has_value();
-  if (bucketed) {
-    out.buckets.resize(batch * n, n);
-    out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
-  } else {
-    out.buckets.resize(0, 0);
-  }
+  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketed);
   for (Index b = 0; b < batch; ++b) {
     const std::size_t index = indices[static_cast<std::size_t>(b)];
     const std::size_t first = corpus.word_offset_[index];
