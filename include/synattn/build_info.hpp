@@ -15,12 +15,14 @@
 namespace synattn {
 
 // e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX512, FMA, AVX2, ...; kernels:
-// avx512 rows, avx512 small linear; OpenMP: on, 2 threads; BLAS: no".
+// avx512 rows (dispatched at run time), avx512 small linear; OpenMP: on, 2
+// threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls
 // it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
 // EIGEN_USE_BLAS) chose every item, exactly as they chose the code that the
-// same translation unit runs. The thread count is omp_get_max_threads() now
+// same translation unit runs, except the row kernels' ISA: that is chosen at
+// run time (kernels/dispatch.hpp), and this is the one active now. The thread count is omp_get_max_threads() now
 // (OMP_NUM_THREADS, omp_set_num_threads), since results do not depend on it.
 inline std::string build_info() {
   std::string line = "synattn " SYNATTN_VERSION_STRING;
@@ -29,8 +31,12 @@ inline std::string build_info() {
   line += " SIMD: ";
   line += Eigen::SimdInstructionSetsInUse();
   line += "; kernels: ";
-  line += kernels::active_isa();
+  line += to_string(kernels::active_isa());
+#if defined(SYNATTN_PORTABLE_KERNELS)
   line += " rows, ";
+#else
+  line += " rows (dispatched at run time), ";
+#endif
   // Mirrors kernels::uses_small_linear: the small-rows projection kernel
   // exists for AVX-512 only; elsewhere every projection is Eigen's product.
 #if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)

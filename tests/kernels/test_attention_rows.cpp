@@ -1,11 +1,18 @@
 // The attention row kernels: the portable version against straightforward
-// double references, and every instruction-set version the compiler targets
-// against the portable one, over row lengths that hit every SIMD tail, masked
-// keys, empty rows, causal blocks and every table size class (register
-// permute, two-register permute, gather; register and scatter histograms).
+// double references, and every vector version this build and CPU run, plus
+// the emulated 16-lane one (always), against the portable one, over row
+// lengths that hit every SIMD tail, masked keys, empty rows, causal blocks,
+// every table size class (one- and two-register lookups, gather; register
+// and scatter histograms), huge scores and NaN. Built twice: natively and as
+// test_attention_rows_default_flags (-march=x86-64), where the vector
+// kernels exist only through their target pragmas.
 #include <catch2/catch.hpp>
 
 #include <synattn/kernels/attention_rows.hpp>
+#include <synattn/kernels/attention_rows_emulated.hpp>
+
+#include <cstdlib>
+#include <string>
 
 #include <algorithm>
 #include <cmath>
@@ -194,26 +201,191 @@ TEMPLATE_TEST_CASE("portable softmax backward and bucket histogram match a doubl
                                give_dots);
 }
 
-TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram alone", "[kernels][softmax]", float,
-                   double) {
+namespace {
+
+// One ISA's kernels under test, with its name for the failure messages.
+template <class S>
+struct Named {
+  std::string name;
+  k::RowKernels<S> kernels;
+  void (*exp_array)(const S*, S*, Index) noexcept;  // the ISA's exp primitive (2^x float, e^x double)
+};
+
+// Every vector version to compare with the portable one: the emulated wide
+// set always, then each ISA this build and CPU run (portable included: the
+// dispatch table must hold the reference itself).
+template <class S>
+std::vector<Named<S>> versions() {
+  std::vector<Named<S>> out;
+  out.push_back({"emulated",
+                 {&k::emulated::softmax_numerators<S>, &k::emulated::softmax_backward<S>, &k::emulated::scale_rows<S>},
+                 &k::emulated::exp_flushed_array<S>});
+  for (synattn::KernelIsa isa : k::supported_isas()) {
+    void (*exp_array)(const S*, S*, Index) noexcept = nullptr;
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
+    if (isa == synattn::KernelIsa::avx2) exp_array = &k::avx2::exp_flushed_array<S>;
+#endif
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+    if (isa == synattn::KernelIsa::avx512) exp_array = &k::avx512::exp_flushed_array<S>;
+#endif
+    out.push_back({synattn::to_string(isa), k::row_kernels<S>(isa), exp_array});
+  }
+  return out;
+}
+
+const k::RowKernels<float>& portable_of(float) { return k::row_kernels<float>(synattn::KernelIsa::portable); }
+const k::RowKernels<double>& portable_of(double) { return k::row_kernels<double>(synattn::KernelIsa::portable); }
+
+}  // namespace
+
+TEST_CASE("the vector versions under test include the emulated set and every ISA the CPU runs", "[kernels][dispatch]") {
+  const auto v = versions<float>();
+  REQUIRE(v.size() == k::supported_isas().size() + 1);
+  CHECK(v[0].name == "emulated");
+  CHECK(v[1].name == "portable");
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    REQUIRE(v.size() >= 3);
+    CHECK(v[2].name == "avx2");
+  }
+#endif
+}
+
+TEMPLATE_TEST_CASE("every version matches the double references", "[kernels][softmax]", float, double) {
+  std::mt19937 rng(11);
+  for (const auto& ver : versions<TestType>()) {
+    INFO("kernels: " << ver.name);
+    for (int slots : kSlotCounts) {
+      check_numerators<TestType>([&](auto... a) { ver.kernels.softmax_numerators(a...); }, slots, rng);
+      for (bool give_dots : {false, true})
+        check_backward<TestType>([&](auto... a) { ver.kernels.softmax_backward(a...); }, slots, rng, give_dots);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram alone, in every version",
+                   "[kernels][softmax]", float, double) {
   std::mt19937 rng(3);
   Block<TestType> blk(4, 37, 30, -1, 12, rng);
   const auto p64 = reference_probabilities(blk, true);
-  std::vector<TestType> p(p64.begin(), p64.end()), a = blk.dp, b = blk.dp, hist(8 * 12, TestType(0));
-  k::softmax_backward<TestType>(p.data(), 37, a.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, nullptr, 12, 12);
-  k::softmax_backward<TestType>(p.data(), 37, b.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, hist.data(), 12,
-                                12);
-  CHECK(a == b);
+  for (const auto& ver : versions<TestType>()) {
+    INFO("kernels: " << ver.name);
+    std::vector<TestType> p(p64.begin(), p64.end()), a = blk.dp, b = blk.dp, hist(8 * 12, TestType(0));
+    ver.kernels.softmax_backward(p.data(), 37, a.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, nullptr, 12, 12,
+                                 nullptr);
+    ver.kernels.softmax_backward(p.data(), 37, b.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, hist.data(), 12,
+                                 12, nullptr);
+    CHECK(a == b);
+  }
 }
 
-TEMPLATE_TEST_CASE("the dispatched kernels (the layer's) match the double references", "[kernels][softmax]", float,
-                   double) {
-  INFO("active kernels: " << k::active_isa());
-  std::mt19937 rng(11);
-  for (int slots : kSlotCounts) {
-    check_numerators<TestType>([](auto... a) { k::softmax_numerators<TestType>(a...); }, slots, rng);
-    for (bool give_dots : {false, true})
-      check_backward<TestType>([](auto... a) { k::softmax_backward<TestType>(a...); }, slots, rng, give_dots);
+// Same inputs through each version and the portable reference: numerators
+// and inverse sums with and without the bias (the same zeros), the backward
+// with and without caller-given dots and histogram (masked and invisible keys
+// get no gradient, histogram padding untouched), and scale_rows (one
+// multiplication per value either way: exactly equal, at every alignment).
+TEMPLATE_TEST_CASE("every version agrees with the portable kernels", "[kernels][softmax]", float, double) {
+  using S = TestType;
+  const k::RowKernels<S>& ref = portable_of(S());
+  for (const auto& ver : versions<S>()) {
+    INFO("kernels: " << ver.name);
+    std::mt19937 rng(2025);
+    for (int slots : kSlotCounts)
+      for (const Case& cs : cases()) {
+        Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
+        INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
+                     << ", slots " << slots);
+        std::vector<S> zp, ip;
+        for (bool biased : {false, true}) {
+          INFO("biased " << biased);
+          const S* shifted = biased ? blk.shifted.data() : nullptr;
+          std::vector<S> za = blk.z, ia(static_cast<std::size_t>(cs.rows), S(-1));
+          zp = blk.z;
+          ip.assign(ia.size(), S(-1));
+          ver.kernels.softmax_numerators(za.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows, cs.kend,
+                                         cs.causal_row0, cs.n, ia.data());
+          ref.softmax_numerators(zp.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows, cs.kend,
+                                 cs.causal_row0, cs.n, ip.data());
+          // One check per array (per-value REQUIREs made this test 5x slower
+          // under sanitizers); a failure names the first differing zero.
+          double err = 0, inv_err = 0;
+          std::size_t zero_mismatch = za.size(), inv_zero_mismatch = ia.size();
+          for (std::size_t i = 0; i < za.size(); ++i) {
+            if ((za[i] == S(0)) != (zp[i] == S(0)) && zero_mismatch == za.size()) zero_mismatch = i;
+            err = std::max(err, std::abs(double(za[i]) - double(zp[i])));
+          }
+          for (std::size_t i = 0; i < ia.size(); ++i) {
+            if ((ia[i] == S(0)) != (ip[i] == S(0)) && inv_zero_mismatch == ia.size()) inv_zero_mismatch = i;
+            inv_err = std::max(inv_err, std::abs(double(ia[i]) - double(ip[i])) / std::max(1.0, double(ip[i])));
+          }
+          CHECK(zero_mismatch == za.size());
+          CHECK(inv_zero_mismatch == ia.size());
+          CHECK(err <= tolerance<S>());
+          CHECK(inv_err <= tolerance<S>());
+        }
+
+        std::vector<S> p(zp.size()), dots(static_cast<std::size_t>(cs.rows), S(0));
+        for (Index i = 0; i < cs.rows; ++i) {
+          double dot = 0;
+          for (Index j = 0; j < cs.n; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+            p[at] = zp[at] * ip[static_cast<std::size_t>(i)];
+            if (j < blk.ke(i)) dot += double(p[at]) * double(blk.dp[at]);
+          }
+          dots[static_cast<std::size_t>(i)] = static_cast<S>(dot);
+        }
+        const Index stride = slots + 1;  // any stride >= slots
+        for (bool give_dots : {false, true})
+          for (bool with_hist : {false, true}) {
+            INFO("dots " << give_dots << ", histogram " << with_hist);
+            std::vector<S> da = blk.dp, dpp = blk.dp;
+            std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hp(ha.size(), S(0));
+            ver.kernels.softmax_backward(p.data(), cs.n, da.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
+                                         cs.causal_row0, cs.n, with_hist ? ha.data() : nullptr, stride, slots,
+                                         give_dots ? dots.data() : nullptr);
+            ref.softmax_backward(p.data(), cs.n, dpp.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
+                                 cs.causal_row0, cs.n, with_hist ? hp.data() : nullptr, stride, slots,
+                                 give_dots ? dots.data() : nullptr);
+            double err = 0, hist_err = 0;
+            std::size_t nonzero = da.size();  // first masked or invisible key with a gradient
+            for (std::size_t i = 0; i < da.size(); ++i) {
+              if (p[i] == S(0) && da[i] != S(0) && nonzero == da.size()) nonzero = i;
+              err = std::max(err, std::abs(double(da[i]) - double(dpp[i])));
+            }
+            for (int s = 1; s < slots; ++s) {
+              double a = 0, b = 0;
+              for (int c = 0; c < k::kHistogramCopies; ++c) {
+                a += double(ha[static_cast<std::size_t>(c * stride + s)]);
+                b += double(hp[static_cast<std::size_t>(c * stride + s)]);
+              }
+              hist_err = std::max(hist_err, std::abs(a - b));
+            }
+            bool padding = true;  // beyond each copy's slots the histogram is untouched
+            for (int c = 0; c < k::kHistogramCopies; ++c)
+              padding = padding && ha[static_cast<std::size_t>(c * stride + slots)] == S(0);
+            CHECK(nonzero == da.size());
+            CHECK(err <= 1e2 * tolerance<S>());
+            CHECK(hist_err <= 1e2 * tolerance<S>() * double(cs.rows * cs.n + 1));
+            CHECK(padding);
+          }
+      }
+
+    std::normal_distribution<double> g(0.0, 1.0);
+    for (Index cols : {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100})
+      for (Index offset : {0, 1, 2, 3, 5, 8, 15})  // dst misaligned by `offset` scalars
+        for (bool stream : {false, true}) {
+          const Index rows = 3, ld = cols + 5;
+          std::vector<S> src(static_cast<std::size_t>(rows * ld)), scale(static_cast<std::size_t>(rows));
+          for (auto& v : src) v = static_cast<S>(g(rng));
+          for (auto& v : scale) v = static_cast<S>(g(rng));
+          // 64-byte aligned storage, so `offset` is the misalignment.
+          std::vector<S, Eigen::aligned_allocator<S>> ba(static_cast<std::size_t>(rows * ld + offset + 16), S(-7)),
+              bp(ba);
+          ver.kernels.scale_rows(ba.data() + offset, ld, src.data(), ld, rows, cols, scale.data(), stream);
+          ref.scale_rows(bp.data() + offset, ld, src.data(), ld, rows, cols, scale.data(), false);
+          INFO("cols " << cols << ", offset " << offset << ", stream " << stream);
+          REQUIRE(ba == bp);  // including the untouched padding (-7)
+        }
   }
 }
 
@@ -232,8 +404,7 @@ void check_huge_scores(Numerators numerators) {
         for (Index j = 0; j < n; ++j) {
           const bool tied = j % 5 == 2;
           ties += tied;
-          z[static_cast<std::size_t>(j)] =
-              sign > 0 ? (tied ? top : top / S(2)) : (tied ? -top / S(2) : -top);
+          z[static_cast<std::size_t>(j)] = sign > 0 ? (tied ? top : top / S(2)) : (tied ? -top / S(2) : -top);
         }
         std::vector<std::int8_t> buckets(static_cast<std::size_t>(n), 0);
         const S shifted[2] = {-std::numeric_limits<S>::infinity(), S(0)};
@@ -248,59 +419,139 @@ void check_huge_scores(Numerators numerators) {
 TEMPLATE_TEST_CASE("rows whose maximum is near the float range keep exact ties and zeros", "[kernels][softmax]",
                    float, double) {
   check_huge_scores<TestType>([](auto... a) { k::portable::softmax_numerators<TestType>(a...); });
-  check_huge_scores<TestType>([](auto... a) { k::softmax_numerators<TestType>(a...); });
-#if defined(SYNATTN_HAVE_AVX512_KERNELS)
-  check_huge_scores<TestType>([](auto... a) { k::avx512::softmax_numerators<TestType>(a...); });
-#endif
-#if defined(SYNATTN_HAVE_AVX2_KERNELS)
-  check_huge_scores<TestType>([](auto... a) { k::avx2::softmax_numerators<TestType>(a...); });
-#endif
-}
-
-// The float exp of an instruction-set file, 2^d for d <= 0, against double:
-// relative error over [-126, 0] (every binade, dense near 0), and exactly 0
-// below -127 (the caller flushes [-127, -126) itself where the kernel does not).
-template <class Exp2>
-void check_exp2(Exp2 exp2, int lanes, double tolerance) {
-  std::vector<float> d, got;
-  for (int i = 0; i <= 200000; ++i) d.push_back(-126.0f * float(i) / 200000.0f);
-  for (int i = 0; i <= 20000; ++i) d.push_back(-float(i) / 20000.0f);
-  for (float x : {-0.0f, -1e-30f, -0.5f, -1.0f, -1.5f, -125.99f, -126.0f}) d.push_back(x);
-  while (d.size() % static_cast<std::size_t>(lanes) != 0) d.push_back(0.0f);
-  got.resize(d.size());
-  for (std::size_t i = 0; i < d.size(); i += static_cast<std::size_t>(lanes)) exp2(&d[i], &got[i]);
-  double worst = 0;
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    const double want = std::exp2(double(d[i]));
-    worst = std::max(worst, std::abs(double(got[i]) - want) / want);
+  for (const auto& ver : versions<TestType>()) {
+    INFO("kernels: " << ver.name);
+    check_huge_scores<TestType>([&](auto... a) { ver.kernels.softmax_numerators(a...); });
   }
-  CHECK(worst <= tolerance);
-  std::vector<float> low(static_cast<std::size_t>(lanes), -127.5f), out(low.size(), 1.0f);
-  low[0] = -std::numeric_limits<float>::infinity();
-  low[1] = -1000.0f;
-  exp2(low.data(), out.data());
-  for (float v : out) CHECK(v == 0.0f);
 }
 
-#if defined(SYNATTN_HAVE_AVX512_KERNELS)
-TEST_CASE("the AVX-512 float exp2 is accurate to 1e-7 and flushes below 2^-126", "[kernels][softmax][avx512]") {
-  check_exp2(
-      [](const float* in, float* out) {
-        _mm512_storeu_ps(out, k::avx512::detail::Ops<float>::exp2_flushed(_mm512_loadu_ps(in)));
-      },
-      16, 1e-7);
+// The exp primitive of each version, 2^d (float) / e^d (double) for d <= 0,
+// against long double: relative error over the normal range (every binade,
+// dense near 0), exactly 0 below it and for -inf, NaN for NaN.
+TEMPLATE_TEST_CASE("every version's exp is accurate, flushes below the smallest normal and keeps NaN",
+                   "[kernels][softmax]", float, double) {
+  using S = TestType;
+  const bool is_float = sizeof(S) == 4;
+  const double lowest = is_float ? -126.0 : -708.39;  // log(smallest normal) in the exp's base
+  std::vector<S> d;
+  for (int i = 0; i <= 200000; ++i) d.push_back(static_cast<S>(lowest * i / 200000.0));
+  for (int i = 0; i <= 20000; ++i) d.push_back(static_cast<S>(-i / 20000.0));
+  for (S x : {S(-0.0), S(-1e-30), S(-0.5), S(-1), S(-1.5)}) d.push_back(x);
+  const std::size_t normal = d.size();
+  for (S x : {S(lowest - 1.5), S(-1000), S(-1e30), -std::numeric_limits<S>::infinity()}) d.push_back(x);
+  d.push_back(std::numeric_limits<S>::quiet_NaN());
+  for (const auto& ver : versions<S>()) {
+    if (ver.exp_array == nullptr) continue;  // portable: Eigen's exp, checked through the softmax
+    INFO("kernels: " << ver.name);
+    std::vector<S> got(d.size(), S(-1));
+    ver.exp_array(d.data(), got.data(), static_cast<Index>(d.size()));
+    double worst = 0;
+    for (std::size_t i = 0; i < normal; ++i) {
+      const long double want = is_float ? std::exp2(static_cast<long double>(d[i])) : std::exp(static_cast<long double>(d[i]));
+      worst = std::max(worst, double(std::abs((static_cast<long double>(got[i]) - want) / want)));
+    }
+    CHECK(worst <= (is_float ? 1e-7 : 4e-16));
+    for (std::size_t i = normal; i + 1 < d.size(); ++i) CHECK(got[i] == S(0));
+    CHECK(std::isnan(got.back()));
+  }
 }
-#endif
 
-#if defined(SYNATTN_HAVE_AVX2_KERNELS)
-TEST_CASE("the AVX2 float exp2 is accurate to 1e-7 and gives 0 below 2^-127", "[kernels][softmax][avx2]") {
-  check_exp2(
-      [](const float* in, float* out) {
-        _mm256_storeu_ps(out, k::avx2::detail::Ops<float>::exp2(_mm256_loadu_ps(in)));
-      },
-      8, 1e-7);
+// NaN policy (kernels/attention_rows_portable.hpp): a NaN score of a visible
+// key, masked or not, or a NaN table entry a visible key reads, makes its
+// row's inv_sum NaN, in every version; other rows, and fully masked rows
+// without NaN, are unaffected. The backward of a NaN row is NaN where the
+// portable one is.
+TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every version, as in the portable one",
+                   "[kernels][softmax][nan]", float, double) {
+  using S = TestType;
+  const S nan = std::numeric_limits<S>::quiet_NaN(), inf = std::numeric_limits<S>::infinity();
+  const k::RowKernels<S>& ref = portable_of(S());
+  for (int slots : {5, 12, 20, 40})
+    for (Index n : {Index(7), Index(16), Index(37), Index(70)}) {
+      const Index rows = 6;
+      std::mt19937 rng(static_cast<unsigned>(slots * 100 + n));
+      Block<S> blk(rows, n, n, -1, slots, rng);
+      // Row 0: a NaN score on a visible key. Row 1: a NaN score on a masked
+      // key (NaN + -inf is NaN). Row 2: every visible key masked, one NaN
+      // among them (the maximum is -inf unless NaN). Row 3: every key masked,
+      // no NaN: zeros. Row 4: reads table slot 2, which is NaN. Row 5: clean
+      // (must stay finite).
+      blk.z[static_cast<std::size_t>(0 * n + n / 2)] = nan;
+      blk.buckets[static_cast<std::size_t>(1 * n + n - 1)] = -1;
+      blk.z[static_cast<std::size_t>(1 * n + n - 1)] = nan;
+      for (Index j = 0; j < n; ++j) {
+        blk.buckets[static_cast<std::size_t>(2 * n + j)] = -1;
+        blk.buckets[static_cast<std::size_t>(3 * n + j)] = -1;
+        if (blk.buckets[static_cast<std::size_t>(4 * n + j)] == 1) blk.buckets[static_cast<std::size_t>(4 * n + j)] = 0;
+        if (blk.buckets[static_cast<std::size_t>(5 * n + j)] == 1) blk.buckets[static_cast<std::size_t>(5 * n + j)] = 0;
+      }
+      blk.z[static_cast<std::size_t>(2 * n + n / 3)] = nan;
+      blk.buckets[static_cast<std::size_t>(4 * n + n / 2)] = 1;  // slot 2
+      for (Index i = 0; i < 4; ++i)  // rows 0-3 never read slot 2 either
+        for (Index j = 0; j < n; ++j)
+          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1) blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
+      std::vector<S> shifted = blk.shifted;
+      shifted[2] = nan;
+      std::vector<S> zp = blk.z, ip(static_cast<std::size_t>(rows));
+      ref.softmax_numerators(zp.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n, ip.data());
+      INFO("slots " << slots << ", n " << n);
+      for (Index i = 0; i < 3; ++i) CHECK(std::isnan(ip[static_cast<std::size_t>(i)]));
+      CHECK(ip[3] == S(0));
+      CHECK(std::isnan(ip[4]));
+      CHECK(std::isfinite(ip[5]));
+      for (Index j = 0; j < n; ++j) CHECK(zp[static_cast<std::size_t>(3 * n + j)] == S(0));
+
+      // The issue's "scale = inf with a zero table": every entry inf * 0 = NaN.
+      std::vector<S> all_nan(static_cast<std::size_t>(slots), nan);
+      all_nan[0] = -inf;
+      std::vector<S> zq = blk.z, iq(static_cast<std::size_t>(rows));
+      ref.softmax_numerators(zq.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n, iq.data());
+      for (Index i = 0; i < rows; ++i)
+        if (i != 3) CHECK(std::isnan(iq[static_cast<std::size_t>(i)]));
+
+      for (const auto& ver : versions<S>()) {
+        INFO("kernels: " << ver.name);
+        std::vector<S> za = blk.z, ia(static_cast<std::size_t>(rows));
+        ver.kernels.softmax_numerators(za.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n,
+                                       ia.data());
+        for (Index i = 0; i < rows; ++i) {
+          INFO("row " << i);
+          CHECK(std::isnan(ia[static_cast<std::size_t>(i)]) == std::isnan(ip[static_cast<std::size_t>(i)]));
+          for (Index j = 0; j < n; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i * n + j);
+            // Probabilities (numerator x inv_sum): NaN exactly where portable's are.
+            CHECK(std::isnan(za[at] * ia[static_cast<std::size_t>(i)]) ==
+                  std::isnan(zp[at] * ip[static_cast<std::size_t>(i)]));
+          }
+        }
+        std::vector<S> zb = blk.z, ib(static_cast<std::size_t>(rows));
+        ver.kernels.softmax_numerators(zb.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n,
+                                       ib.data());
+        for (Index i = 0; i < rows; ++i) CHECK(std::isnan(ib[static_cast<std::size_t>(i)]) == std::isnan(iq[static_cast<std::size_t>(i)]));
+
+        // Backward through the NaN probabilities: NaN positions and histogram
+        // slots as portable's.
+        std::vector<S> p(zp.size());
+        for (std::size_t at = 0; at < p.size(); ++at) p[at] = zp[at] * ip[at / static_cast<std::size_t>(n)];
+        const Index stride = slots;
+        std::vector<S> da = blk.dp, dr = blk.dp;
+        std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hr(ha.size(), S(0));
+        ver.kernels.softmax_backward(p.data(), n, da.data(), n, blk.buckets.data(), n, rows, n, -1, n, ha.data(),
+                                     stride, slots, nullptr);
+        ref.softmax_backward(p.data(), n, dr.data(), n, blk.buckets.data(), n, rows, n, -1, n, hr.data(), stride,
+                             slots, nullptr);
+        for (std::size_t at = 0; at < da.size(); ++at) CHECK(std::isnan(da[at]) == std::isnan(dr[at]));
+        for (int s = 1; s < slots; ++s) {
+          S a = 0, b = 0;
+          for (int c = 0; c < k::kHistogramCopies; ++c) {
+            a += ha[static_cast<std::size_t>(c * stride + s)];
+            b += hr[static_cast<std::size_t>(c * stride + s)];
+          }
+          CHECK(std::isnan(a) == std::isnan(b));
+        }
+      }
+    }
 }
-#endif
 
 TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment",
                    "[kernels][copy]", float, double) {
@@ -328,160 +579,3 @@ TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or no
           }
       }
 }
-
-#if defined(SYNATTN_HAVE_AVX512_KERNELS)
-// Same inputs through both versions: AVX-512 against the portable reference.
-TEMPLATE_TEST_CASE("AVX-512 kernels agree with the portable kernels", "[kernels][softmax][avx512]", float, double) {
-  using S = TestType;
-  std::mt19937 rng(2024);
-  for (int slots : kSlotCounts)
-    for (const Case& cs : cases()) {
-      Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
-      INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
-                   << ", slots " << slots);
-      std::vector<S> za = blk.z, zp = blk.z, ia(static_cast<std::size_t>(cs.rows)), ip(ia.size());
-      k::avx512::softmax_numerators<S>(za.data(), cs.n, blk.buckets.data(), cs.n, blk.shifted.data(), slots, cs.rows,
-                                       cs.kend, cs.causal_row0, cs.n, ia.data());
-      k::portable::softmax_numerators<S>(zp.data(), cs.n, blk.buckets.data(), cs.n, blk.shifted.data(), slots,
-                                         cs.rows, cs.kend, cs.causal_row0, cs.n, ip.data());
-      for (std::size_t i = 0; i < za.size(); ++i) {
-        REQUIRE((za[i] == S(0)) == (zp[i] == S(0)));  // the same zeros
-        REQUIRE(std::abs(double(za[i]) - double(zp[i])) <= tolerance<S>());
-      }
-      for (std::size_t i = 0; i < ia.size(); ++i)
-        REQUIRE(std::abs(double(ia[i]) - double(ip[i])) <= tolerance<S>() * std::max(1.0, double(ip[i])));
-
-      // Backward on the portable probabilities.
-      std::vector<S> p(zp.size());
-      for (Index i = 0; i < cs.rows; ++i)
-        for (Index j = 0; j < cs.n; ++j) {
-          const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
-          p[at] = zp[at] * ip[static_cast<std::size_t>(i)];
-        }
-      const Index stride = slots;
-      std::vector<S> da = blk.dp, dpp = blk.dp;
-      std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hp(ha.size(), S(0));
-      k::avx512::softmax_backward<S>(p.data(), cs.n, da.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
-                                     cs.causal_row0, cs.n, ha.data(), stride, slots);
-      k::portable::softmax_backward<S>(p.data(), cs.n, dpp.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
-                                       cs.causal_row0, cs.n, hp.data(), stride, slots);
-      for (std::size_t i = 0; i < da.size(); ++i) REQUIRE(std::abs(double(da[i]) - double(dpp[i])) <= 1e2 * tolerance<S>());
-      for (int s = 1; s < slots; ++s) {
-        double a = 0, b = 0;
-        for (int c = 0; c < k::kHistogramCopies; ++c) {
-          a += double(ha[static_cast<std::size_t>(c * stride + s)]);
-          b += double(hp[static_cast<std::size_t>(c * stride + s)]);
-        }
-        REQUIRE(std::abs(a - b) <= 1e2 * tolerance<S>() * double(cs.rows * cs.n + 1));
-      }
-    }
-}
-#endif
-
-#if defined(SYNATTN_HAVE_AVX2_KERNELS)
-// Same inputs through both versions: AVX2 against the portable reference
-// (compiled when the compiler targets AVX2 and FMA, e.g. -march=haswell; with
-// -march=native on an AVX-512 machine this runs next to the AVX-512 test).
-TEMPLATE_TEST_CASE("AVX2 kernels agree with the portable kernels", "[kernels][softmax][avx2]", float, double) {
-  using S = TestType;
-  std::mt19937 rng(2025);
-  for (int slots : kSlotCounts)
-    for (const Case& cs : cases()) {
-      Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
-      INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
-                   << ", slots " << slots);
-      // Numerators and inverse sums, with and without the bias.
-      std::vector<S> zp, ip;
-      for (bool biased : {false, true}) {
-        INFO("biased " << biased);
-        const S* shifted = biased ? blk.shifted.data() : nullptr;
-        std::vector<S> za = blk.z, ia(static_cast<std::size_t>(cs.rows), S(-1));
-        zp = blk.z;
-        ip.assign(ia.size(), S(-1));
-        k::avx2::softmax_numerators<S>(za.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows, cs.kend,
-                                       cs.causal_row0, cs.n, ia.data());
-        k::portable::softmax_numerators<S>(zp.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows,
-                                           cs.kend, cs.causal_row0, cs.n, ip.data());
-        // One check per array (per-value REQUIREs made this test 5x slower
-        // under sanitizers); a failure names the first differing zero.
-        double err = 0, inv_err = 0;
-        std::size_t zero_mismatch = za.size(), inv_zero_mismatch = ia.size();
-        for (std::size_t i = 0; i < za.size(); ++i) {
-          if ((za[i] == S(0)) != (zp[i] == S(0)) && zero_mismatch == za.size()) zero_mismatch = i;
-          err = std::max(err, std::abs(double(za[i]) - double(zp[i])));
-        }
-        for (std::size_t i = 0; i < ia.size(); ++i) {
-          if ((ia[i] == S(0)) != (ip[i] == S(0)) && inv_zero_mismatch == ia.size()) inv_zero_mismatch = i;
-          inv_err = std::max(inv_err, std::abs(double(ia[i]) - double(ip[i])) / std::max(1.0, double(ip[i])));
-        }
-        CHECK(zero_mismatch == za.size());  // the same zeros
-        CHECK(inv_zero_mismatch == ia.size());
-        CHECK(err <= tolerance<S>());
-        CHECK(inv_err <= tolerance<S>());
-      }
-
-      // Backward on the portable probabilities (of the biased scores), with
-      // and without caller-given row dots, with and without a histogram.
-      std::vector<S> p(zp.size()), dots(static_cast<std::size_t>(cs.rows), S(0));
-      for (Index i = 0; i < cs.rows; ++i) {
-        double dot = 0;
-        for (Index j = 0; j < cs.n; ++j) {
-          const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
-          p[at] = zp[at] * ip[static_cast<std::size_t>(i)];
-          if (j < blk.ke(i)) dot += double(p[at]) * double(blk.dp[at]);
-        }
-        dots[static_cast<std::size_t>(i)] = static_cast<S>(dot);
-      }
-      const Index stride = slots + 1;  // any stride >= slots
-      for (bool give_dots : {false, true})
-        for (bool with_hist : {false, true}) {
-          INFO("dots " << give_dots << ", histogram " << with_hist);
-          std::vector<S> da = blk.dp, dpp = blk.dp;
-          std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hp(ha.size(), S(0));
-          k::avx2::softmax_backward<S>(p.data(), cs.n, da.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend,
-                                       cs.causal_row0, cs.n, with_hist ? ha.data() : nullptr, stride, slots,
-                                       give_dots ? dots.data() : nullptr);
-          k::portable::softmax_backward<S>(p.data(), cs.n, dpp.data(), cs.n, blk.buckets.data(), cs.n, cs.rows,
-                                           cs.kend, cs.causal_row0, cs.n, with_hist ? hp.data() : nullptr, stride,
-                                           slots, give_dots ? dots.data() : nullptr);
-          double err = 0, hist_err = 0;
-          std::size_t nonzero = da.size();  // first masked or invisible key with a gradient
-          for (std::size_t i = 0; i < da.size(); ++i) {
-            if (p[i] == S(0) && da[i] != S(0) && nonzero == da.size()) nonzero = i;
-            err = std::max(err, std::abs(double(da[i]) - double(dpp[i])));
-          }
-          for (int s = 1; s < slots; ++s) {
-            double a = 0, b = 0;
-            for (int c = 0; c < k::kHistogramCopies; ++c) {
-              a += double(ha[static_cast<std::size_t>(c * stride + s)]);
-              b += double(hp[static_cast<std::size_t>(c * stride + s)]);
-            }
-            hist_err = std::max(hist_err, std::abs(a - b));
-          }
-          bool padding = true;  // beyond each copy's slots the histogram is untouched
-          for (int c = 0; c < k::kHistogramCopies; ++c)
-            padding = padding && ha[static_cast<std::size_t>(c * stride + slots)] == S(0);
-          CHECK(nonzero == da.size());
-          CHECK(err <= 1e2 * tolerance<S>());
-          CHECK(hist_err <= 1e2 * tolerance<S>() * double(cs.rows * cs.n + 1));
-          CHECK(padding);
-        }
-    }
-
-  // scale_rows: one multiplication per value either way, so exactly equal.
-  std::normal_distribution<double> g(0.0, 1.0);
-  for (Index cols : {0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 33, 100})
-    for (Index offset : {0, 1, 2, 3, 5, 8})  // dst misaligned by `offset` scalars
-      for (bool stream : {false, true}) {
-        const Index rows = 3, ld = cols + 5;
-        std::vector<S> src(static_cast<std::size_t>(rows * ld)), scale(static_cast<std::size_t>(rows));
-        for (auto& v : src) v = static_cast<S>(g(rng));
-        for (auto& v : scale) v = static_cast<S>(g(rng));
-        std::vector<S> ba(static_cast<std::size_t>(rows * ld + offset + 16), S(-7)), bp(ba);
-        k::avx2::scale_rows<S>(ba.data() + offset, ld, src.data(), ld, rows, cols, scale.data(), stream);
-        k::portable::scale_rows<S>(bp.data() + offset, ld, src.data(), ld, rows, cols, scale.data(), false);
-        INFO("cols " << cols << ", offset " << offset << ", stream " << stream);
-        REQUIRE(ba == bp);  // including the untouched padding (-7)
-      }
-}
-#endif

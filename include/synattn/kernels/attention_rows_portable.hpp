@@ -23,7 +23,16 @@
 // for masked keys, moves a visible key's probability by less than 1.2e-38
 // (float) / 2.3e-308 (double), and keeps subnormals out of P V.
 // Row sums are accumulated in the scalar type, in SIMD lanes (16-32 partial
-// sums for float), far inside the 1e-4 float tolerance of SPEC §4.
+// sums for float), far inside the 1e-4 float tolerance of SPEC §4. Every
+// version gives the same bits wherever its rows lie in memory (so for every
+// thread count: the layer's scratch blocks are per thread).
+//
+// NaN policy (PyTorch's, and every version's): NaN propagates. A NaN score
+// of a visible key, masked or not (NaN + -inf is NaN), makes inv_sum and so
+// every probability of its row NaN; a NaN entry of `shifted` (a NaN table
+// entry, or s * T = inf * 0) is a NaN score, never a masked key. Only keys
+// outside the visible prefix are never read. A row whose visible keys are all
+// masked (-inf) and none NaN is a fully masked row: zeros.
 #ifndef SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP
 #define SYNATTN_KERNELS_ATTENTION_ROWS_PORTABLE_HPP
 
@@ -75,6 +84,18 @@ inline void prefetch_next_row(const void* a, const void* b, const std::int8_t* b
 #endif
 }
 
+// The row of a block whose maximum is -inf: no visible key (zeros, inv_sum
+// 0) unless a NaN hides among its scores (max instructions and Eigen's
+// maxCoeff may drop NaN), which makes the row NaN (the NaN policy above).
+template <class Scalar>
+inline void no_visible_key_row(Scalar* row, Index ke, Scalar* inv_sum) noexcept {
+  bool nan = false;
+  for (Index j = 0; j < ke; ++j) nan = nan || std::isnan(row[j]);
+  const Scalar fill = nan ? std::numeric_limits<Scalar>::quiet_NaN() : Scalar(0);
+  std::fill(row, row + ke, fill);
+  *inv_sum = fill;
+}
+
 namespace portable {
 
 // hist[c * stride + bucket[j] + 1] += ds[j] for j < ke, c = j % kHistogramCopies:
@@ -93,6 +114,16 @@ template <class Scalar>
 using ArrayMap = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
 template <class Scalar>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+
+// Rows are processed in chunks of 128 bytes copied into a fixed-size Eigen
+// array (aligned, a whole number of packets): Eigen's loops over a mapped row
+// peel scalar iterations up to the packet alignment of its address, and the
+// scalar exp and sum order differ from the packet ones in the last bits, so
+// results would depend on where a row happens to lie (the layer's per-thread
+// scratch blocks: different bits at 1 and 2 threads). A chunk has no such
+// peel: every value takes the same path wherever the row is.
+template <class Scalar>
+using Chunk = Eigen::Array<Scalar, 128 / int(sizeof(Scalar)), 1>;
 
 // Softmax numerators, in place. On entry z row i holds the scores of query i
 // on [0, kend_i); if `shifted` is not null the bias shifted[bucket + 1] is
@@ -117,18 +148,28 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
     if (ke == 0) continue;
     if (shifted != nullptr)
       for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
-    ArrayMap<Scalar> r(row, ke);
-    const Scalar max = r.maxCoeff();
+    const Scalar max = ConstArrayMap<Scalar>(row, ke).maxCoeff();  // exact in any order
     if (max == -std::numeric_limits<Scalar>::infinity()) {
-      r.setZero();
+      no_visible_key_row(row, ke, inv_sum + i);
       continue;
     }
-    r = (r - max).exp();
-    // The flush loop vectorises (compare + blend); Eigen's sum() keeps SIMD
-    // partial sums, where a `sum +=` in the loop would be one serial chain
-    // (and an Eigen select() around exp() cost 10x: it did not vectorise).
-    for (Index j = 0; j < ke; ++j) row[j] = row[j] < tiny ? Scalar(0) : row[j];
-    inv_sum[i] = Scalar(1) / r.sum();  // the sum is >= 1: the maximum contributes exp(0)
+    // exp(score - max) chunk by chunk (see Chunk); the lanes past the row
+    // hold -inf, whose exp the flush makes 0. The flush loop vectorises
+    // (compare + blend; an Eigen select() around exp() cost 10x: it did not),
+    // and the chunk-wide accumulator keeps SIMD partial sums where a
+    // `sum +=` would be one serial chain.
+    constexpr Index C = Chunk<Scalar>::SizeAtCompileTime;
+    Chunk<Scalar> acc = Chunk<Scalar>::Zero(), c;
+    for (Index j = 0; j < ke; j += C) {
+      const Index len = std::min(C, ke - j);
+      c.head(len) = ConstArrayMap<Scalar>(row + j, len);
+      c.tail(C - len).setConstant(-std::numeric_limits<Scalar>::infinity());
+      c = (c - max).exp();
+      for (Index k = 0; k < C; ++k) c[k] = c[k] < tiny ? Scalar(0) : c[k];
+      acc += c;
+      ArrayMap<Scalar>(row + j, len) = c.head(len);
+    }
+    inv_sum[i] = Scalar(1) / acc.sum();  // the sum is >= 1: the maximum contributes exp(0)
   }
 }
 
@@ -153,10 +194,24 @@ inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, c
     const Index ke = visible_keys(kend, causal_row0, i);
     std::fill(row + ke, row + n, Scalar(0));
     if (ke == 0) continue;
-    ConstArrayMap<Scalar> prob(prow, ke);
-    ArrayMap<Scalar> grad(row, ke);
-    const Scalar dot = dots ? dots[i] : (prob * grad).sum();
-    grad = prob * (grad - dot);
+    Scalar dot;
+    if (dots != nullptr) {
+      dot = dots[i];
+    } else {  // <p, dp> chunk by chunk, in the same order wherever the rows lie (see Chunk)
+      constexpr Index C = Chunk<Scalar>::SizeAtCompileTime;
+      Chunk<Scalar> acc = Chunk<Scalar>::Zero(), a, g;
+      for (Index j = 0; j < ke; j += C) {
+        const Index len = std::min(C, ke - j);
+        a.head(len) = ConstArrayMap<Scalar>(prow + j, len);
+        g.head(len) = ConstArrayMap<Scalar>(row + j, len);
+        a.tail(C - len).setZero();
+        g.tail(C - len).setZero();
+        acc += a * g;
+      }
+      dot = acc.sum();
+    }
+    // One rounding per value, the same in a packet or alone.
+    ArrayMap<Scalar>(row, ke) = ConstArrayMap<Scalar>(prow, ke) * (ConstArrayMap<Scalar>(row, ke) - dot);
     if (hist != nullptr) scatter_histogram_row(row, buckets + i * ldb, ke, hist, stride);
   }
 }
