@@ -6,7 +6,9 @@
 
 #include <synattn/kernels/linear_small.hpp>
 
+#include <cstdint>
 #include <random>
+#include <thread>
 #include <vector>
 
 using synattn::Index;
@@ -75,3 +77,19 @@ TEMPLATE_TEST_CASE("the AVX-512 small-rows kernel matches Eigen's product at eve
     }
 }
 #endif
+
+TEMPLATE_TEST_CASE("linear_product's panel workspace is per thread, 64-byte aligned and kept between calls",
+                   "[kernels][linear]", float, double) {
+  using S = TestType;
+  S* first = synattn::kernels::detail::thread_workspace<S>(100);
+  CHECK(reinterpret_cast<std::uintptr_t>(first) % 64 == 0);
+  first[99] = S(7);
+  CHECK(synattn::kernels::detail::thread_workspace<S>(100) == first);  // no new allocation
+  CHECK(synattn::kernels::detail::thread_workspace<S>(10) == first);
+  S* grown = synattn::kernels::detail::thread_workspace<S>(100000);
+  CHECK(reinterpret_cast<std::uintptr_t>(grown) % 64 == 0);
+  grown[99999] = S(1);
+  S* other = nullptr;
+  std::thread([&] { other = synattn::kernels::detail::thread_workspace<S>(100); }).join();
+  CHECK(other != grown);  // another thread's own buffer
+}

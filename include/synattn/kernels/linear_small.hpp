@@ -10,6 +10,7 @@
 
 #include <Eigen/Core>
 
+#include <cstdint>
 #include <vector>
 
 #include "../config.hpp"
@@ -21,6 +22,23 @@
 
 namespace synattn {
 namespace kernels {
+
+namespace detail {
+
+// `size` scalars of 64-byte-aligned scratch owned by the calling thread, kept
+// between calls (grown, never shrunk): linear_product's panel, which would
+// otherwise be allocated on every projection of every layer (issue 10 §5).
+// Valid until the same thread asks for more.
+template <class Scalar>
+inline Scalar* thread_workspace(Index size) {
+  constexpr Index pad = 64 / Index(sizeof(Scalar));
+  thread_local std::vector<Scalar> buffer;
+  if (Index(buffer.size()) < size + pad) buffer.resize(static_cast<std::size_t>(size + pad));
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  return buffer.data() + static_cast<Index>((64 - address % 64) % 64 / sizeof(Scalar));
+}
+
+}  // namespace detail
 
 // Rows of A from which Eigen's general product is as fast again (measured on
 // AVX-512, float: the kernel is 1.6x faster at 16 rows, 1.15x at 64, slower
@@ -51,10 +69,9 @@ inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar*
 #if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
   const Index m = A.rows(), n = B.rows(), k = A.cols();
   if (uses_small_linear<Scalar>(m) && k > 0) {
-    std::vector<Scalar, Eigen::aligned_allocator<Scalar>> panel(
-        static_cast<std::size_t>(avx512::linear_small_workspace<Scalar>(k)));
+    Scalar* panel = detail::thread_workspace<Scalar>(avx512::linear_small_workspace<Scalar>(k));
     avx512::linear_small<Scalar>(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(), C.outerStride(), m,
-                                 n, k, panel.data());
+                                 n, k, panel);
     if (bias) C.rowwise() += BiasRow(bias, B.rows());
     return;
   }
