@@ -16,6 +16,11 @@ fi
 if [[ "${SYNATTN_WITH_BENCH_EXTRAS:-0}" == 1 ]]; then
   packages+=(libopenblas-dev python3-torch python3-numpy)
 fi
+# The AArch64 cross build of the kernel tests, run under qemu-user
+# (cmake/toolchains/aarch64-linux-gnu.cmake).
+if [[ "${SYNATTN_WITH_AARCH64:-0}" == 1 ]]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

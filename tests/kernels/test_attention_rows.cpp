@@ -228,6 +228,9 @@ std::vector<Named<S>> versions() {
 #if defined(SYNATTN_HAVE_AVX512_KERNELS)
     if (isa == synattn::KernelIsa::avx512) exp_array = &k::avx512::exp_flushed_array<S>;
 #endif
+#if defined(SYNATTN_HAVE_NEON_KERNELS)
+    if (isa == synattn::KernelIsa::neon) exp_array = &k::neon::exp_flushed_array<S>;
+#endif
     out.push_back({synattn::to_string(isa), k::row_kernels<S>(isa), exp_array});
   }
   return out;

@@ -83,6 +83,7 @@ TEST_CASE("every kernel ISA has its SYNATTN_KERNEL_ISA name", "[kernels][dispatc
   CHECK(std::string(synattn::to_string(KernelIsa::portable)) == "portable");
   CHECK(std::string(synattn::to_string(KernelIsa::avx2)) == "avx2");
   CHECK(std::string(synattn::to_string(KernelIsa::avx512)) == "avx512");
+  CHECK(std::string(synattn::to_string(KernelIsa::neon)) == "neon");
   CHECK(std::string(synattn::to_string(static_cast<KernelIsa>(7))) == "unknown");
 }
 
@@ -91,7 +92,7 @@ TEST_CASE("supported_isas lists portable, then what this build and CPU run", "[k
   REQUIRE(!isas.empty());
   CHECK(isas.front() == KernelIsa::portable);
   const auto has = [&](KernelIsa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512})
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon})
     CHECK(k::isa_supported(isa) == has(isa));
 #if defined(SYNATTN_PORTABLE_KERNELS)
   CHECK(isas.size() == 1);
@@ -99,6 +100,9 @@ TEST_CASE("supported_isas lists portable, then what this build and CPU run", "[k
   // Whatever -march this file was compiled with (see the file comment).
   CHECK(has(KernelIsa::avx2) == cpu_has_avx2());
   CHECK(has(KernelIsa::avx512) == cpu_has_avx512());
+  CHECK(!has(KernelIsa::neon));
+#elif defined(__aarch64__)
+  CHECK(has(KernelIsa::neon));  // Advanced SIMD: every AArch64 CPU
 #endif
 }
 
@@ -133,7 +137,7 @@ TEST_CASE("set_isa switches the layer's entry points to that ISA's kernels", "[k
 
 TEST_CASE("set_isa and row_kernels refuse an ISA this build or CPU cannot run, naming it", "[kernels][dispatch]") {
   KeepIsa keep;
-  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
     if (k::isa_supported(isa)) continue;
     INFO("isa " << synattn::to_string(isa));
     CHECK_THROWS_AS(k::set_isa(isa), synattn::Error);
@@ -154,8 +158,8 @@ TEST_CASE("SYNATTN_KERNEL_ISA picks the ISA at first use and a bad value is a cl
   CHECK(k::detail::initial_isa() == k::supported_isas().back());
   ::setenv("SYNATTN_KERNEL_ISA", "AVX2", 1);
   CHECK_THROWS_WITH(k::detail::initial_isa(),
-                    Catch::Contains("SYNATTN_KERNEL_ISA is 'AVX2'") && Catch::Contains("portable, avx2 or avx512"));
-  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
+                    Catch::Contains("SYNATTN_KERNEL_ISA is 'AVX2'") && Catch::Contains("portable, avx2, avx512 or neon"));
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
     ::setenv("SYNATTN_KERNEL_ISA", synattn::to_string(isa), 1);
     if (k::isa_supported(isa))
       CHECK(k::detail::initial_isa() == isa);

@@ -8,6 +8,7 @@
 //                                         per-ISA primitives:
 //   kernels/attention_rows_avx2.hpp       AVX2 + FMA   (x86-64 GCC / Clang,
 //   kernels/attention_rows_avx512.hpp     AVX-512      any -march)
+//   kernels/attention_rows_neon.hpp       NEON (AArch64)
 //   kernels/attention_rows_emulated.hpp   16-lane packets in plain C++ (tests)
 //
 // Define SYNATTN_PORTABLE_KERNELS to build the portable version only (for
@@ -52,6 +53,11 @@ inline const RowKernels<Scalar>& kernels_of(KernelIsa isa) noexcept {
   static constexpr RowKernels<Scalar> avx512_kernels{&avx512::softmax_numerators<Scalar>,
                                                      &avx512::softmax_backward<Scalar>, &avx512::scale_rows<Scalar>};
   if (isa == KernelIsa::avx512) return avx512_kernels;
+#endif
+#if defined(SYNATTN_HAVE_NEON_KERNELS)
+  static constexpr RowKernels<Scalar> neon_kernels{&neon::softmax_numerators<Scalar>, &neon::softmax_backward<Scalar>,
+                                                   &neon::scale_rows<Scalar>};
+  if (isa == KernelIsa::neon) return neon_kernels;
 #endif
   (void)isa;
   return portable_kernels;

@@ -7,10 +7,11 @@
 // build runs the vector kernels on a CPU that has them. The choice is made
 // once, at first use, from CPUID (__builtin_cpu_supports, which also checks
 // that the OS saves the vector state) and the environment variable
-// SYNATTN_KERNEL_ISA=portable|avx2|avx512; set_isa() changes it at any time
+// SYNATTN_KERNEL_ISA=portable|avx2|avx512|neon; set_isa() changes it at any time
 // (an atomic: threads running a kernel finish it with the ISA they started).
-// Other compilers and CPUs, and builds with SYNATTN_PORTABLE_KERNELS, have the
-// portable kernels only.
+// AArch64 builds have the NEON kernels (kernels/attention_rows_neon.hpp,
+// Advanced SIMD being part of every AArch64 CPU). Other compilers and CPUs,
+// and builds with SYNATTN_PORTABLE_KERNELS, have the portable kernels only.
 //
 // Results: for a given ISA, bit-identical for every thread count; between
 // ISAs they differ by rounding (the documented tolerance: SPEC §4, 1e-4
@@ -28,18 +29,20 @@
 #include "../error.hpp"
 #include "attention_rows_avx2.hpp"
 #include "attention_rows_avx512.hpp"
+#include "attention_rows_neon.hpp"
 
 namespace synattn {
 
 // The instruction sets the row kernels are written for.
-enum class KernelIsa { portable, avx2, avx512 };
+enum class KernelIsa { portable, avx2, avx512, neon };
 
-// "portable", "avx2", "avx512" (what SYNATTN_KERNEL_ISA accepts).
+// "portable", "avx2", "avx512", "neon" (what SYNATTN_KERNEL_ISA accepts).
 inline const char* to_string(KernelIsa isa) noexcept {
   switch (isa) {
     case KernelIsa::portable: return "portable";
     case KernelIsa::avx2: return "avx2";
     case KernelIsa::avx512: return "avx512";
+    case KernelIsa::neon: return "neon";
   }
   return "unknown";
 }
@@ -50,7 +53,7 @@ using synattn::KernelIsa;
 
 namespace detail {
 
-constexpr KernelIsa kAllIsas[] = {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512};
+constexpr KernelIsa kAllIsas[] = {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon};
 
 // Whether this build has kernels for `isa`.
 inline bool compiled(KernelIsa isa) noexcept {
@@ -61,6 +64,9 @@ inline bool compiled(KernelIsa isa) noexcept {
 #endif
 #if defined(SYNATTN_HAVE_AVX512_KERNELS)
     case KernelIsa::avx512: return true;
+#endif
+#if defined(SYNATTN_HAVE_NEON_KERNELS)
+    case KernelIsa::neon: return true;
 #endif
     default: return false;
   }
@@ -79,6 +85,9 @@ inline bool cpu_runs(KernelIsa isa) noexcept {
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #endif
+#if defined(SYNATTN_HAVE_NEON_KERNELS)
+    case KernelIsa::neon: return true;  // Advanced SIMD: every AArch64 CPU
+#endif
     default: return false;
   }
 }
@@ -91,7 +100,9 @@ inline std::string cannot_run(KernelIsa isa) {
     for (KernelIsa known : kAllIsas)
       if (isa == known)
         return std::string("this build has no ") + to_string(isa) +
-               " kernels (SYNATTN_PORTABLE_KERNELS, or not x86-64 GCC/Clang); it runs: " + supported_list();
+               (isa == KernelIsa::neon ? " kernels (SYNATTN_PORTABLE_KERNELS, or not AArch64)"
+                                       : " kernels (SYNATTN_PORTABLE_KERNELS, or not x86-64 GCC/Clang)") +
+               "; it runs: " + supported_list();
     return "KernelIsa value " + std::to_string(static_cast<int>(isa)) + " names no instruction set";
   }
   if (!cpu_runs(isa))
@@ -118,7 +129,7 @@ inline KernelIsa initial_isa() {
         if (!why.empty()) throw Error(std::string("SYNATTN_KERNEL_ISA=") + env + ": " + why);
         return isa;
       }
-    throw Error(std::string("SYNATTN_KERNEL_ISA is '") + env + "'; expected portable, avx2 or avx512");
+    throw Error(std::string("SYNATTN_KERNEL_ISA is '") + env + "'; expected portable, avx2, avx512 or neon");
   }
   KernelIsa best = KernelIsa::portable;
   for (KernelIsa isa : kAllIsas)
@@ -135,7 +146,7 @@ inline std::atomic<int>& isa_state() noexcept {
 }  // namespace detail
 
 // The ISAs this build and CPU can run, narrowest first: portable always, then
-// avx2 and avx512 where compiled and supported.
+// avx2 and avx512 (x86-64) or neon (AArch64) where compiled and supported.
 inline std::vector<KernelIsa> supported_isas() {
   std::vector<KernelIsa> out;
   for (KernelIsa isa : detail::kAllIsas)
