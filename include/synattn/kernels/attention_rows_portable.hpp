@@ -16,7 +16,8 @@
 // number of entries of `shifted` (num_buckets + 1).
 //
 // Numerics. The softmax subtracts the row maximum; a row whose maximum is -inf
-// has no visible key and becomes zeros (SPEC §4), never NaN. Eigen's
+// has no visible key and becomes zeros (SPEC §4), never NaN (unless a NaN
+// hides in it: see the NaN policy below). Eigen's
 // vectorised exp does not return exact zeros for -inf or for arguments below
 // log(min normal) (it clamps, and returns tiny or subnormal values), so every
 // exp result below the smallest normal number is flushed to exactly 0: right
