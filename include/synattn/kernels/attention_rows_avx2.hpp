@@ -42,6 +42,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -201,19 +202,8 @@ struct Ops<double> {
     const V k = _mm256_sub_pd(kb, magic);
     V r = _mm256_fmadd_pd(k, _mm256_set1_pd(-6.93147180559945286227e-01), x);
     r = _mm256_fmadd_pd(k, _mm256_set1_pd(-2.31904681384629955842e-17), r);
-    V p = _mm256_set1_pd(1.0 / 479001600.0);  // 1/12!
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 39916800.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 3628800.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 362880.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 40320.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 5040.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 720.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 120.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 24.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 6.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(0.5));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+    V p = _mm256_set1_pd(kExpTaylor[0]);
+    for (std::size_t i = 1; i < std::size(kExpTaylor); ++i) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kExpTaylor[i]));
     const __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(kb), _mm256_castpd_si256(magic));
     const __m256i e = _mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52);
     const V y = _mm256_mul_pd(p, _mm256_castsi256_pd(e));

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -175,19 +176,8 @@ struct Ops<double> {
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     V r = _mm512_fmadd_pd(k, _mm512_set1_pd(-6.93147180559945286227e-01), x);
     r = _mm512_fmadd_pd(k, _mm512_set1_pd(-2.31904681384629955842e-17), r);
-    V p = _mm512_set1_pd(1.0 / 479001600.0);  // 1/12!
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 39916800.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 3628800.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 362880.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 40320.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 5040.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 720.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 120.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 24.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0 / 6.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.5));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
+    V p = _mm512_set1_pd(kExpTaylor[0]);
+    for (std::size_t i = 1; i < std::size(kExpTaylor); ++i) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kExpTaylor[i]));
     const V y = _mm512_mask_scalef_pd(p, 0xFF, p, k);
     const M small = _mm512_cmp_pd_mask(y, _mm512_set1_pd(std::numeric_limits<double>::min()), _CMP_LT_OQ);
     return _mm512_mask_mov_pd(y, small, _mm512_setzero_pd());

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -181,10 +182,8 @@ struct Ops<double> {
     const V k = vrndnq_f64(vmulq_f64(x, vdupq_n_f64(1.4426950408889634)));
     V r = vfmaq_f64(x, k, vdupq_n_f64(-6.93147180559945286227e-01));
     r = vfmaq_f64(r, k, vdupq_n_f64(-2.31904681384629955842e-17));
-    V p = vdupq_n_f64(1.0 / 479001600.0);
-    const double c[] = {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
-                        1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
-    for (double ci : c) p = vfmaq_f64(vdupq_n_f64(ci), p, r);
+    V p = vdupq_n_f64(kExpTaylor[0]);
+    for (std::size_t i = 1; i < std::size(kExpTaylor); ++i) p = vfmaq_f64(vdupq_n_f64(kExpTaylor[i]), p, r);
     const int64x2_t e = vshlq_n_s64(vaddq_s64(vcvtq_s64_f64(k), vdupq_n_s64(1023)), 52);
     const V y = vmulq_f64(p, vreinterpretq_f64_s64(e));
     const uint64x2_t small = vcltq_f64(y, vdupq_n_f64(std::numeric_limits<double>::min()));

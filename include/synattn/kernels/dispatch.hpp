@@ -14,9 +14,9 @@
 // and builds with SYNATTN_PORTABLE_KERNELS, have the portable kernels only.
 //
 // Results: for a given ISA, bit-identical for every thread count; between
-// ISAs they differ by rounding (the documented tolerance: SPEC §4, 1e-4
-// relative in float), and follow one NaN policy
-// (kernels/attention_rows_portable.hpp).
+// ISAs they differ by rounding, within the documented tolerance (docs/math.md
+// §4.4: 1e-4 of the array's largest value in float, 1e-10 in double), and
+// follow one NaN policy (kernels/attention_rows_portable.hpp).
 #ifndef SYNATTN_KERNELS_DISPATCH_HPP
 #define SYNATTN_KERNELS_DISPATCH_HPP
 
