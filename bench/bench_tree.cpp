@@ -83,9 +83,9 @@ enum Kind { kRecursive = 0, kPath = 1, kEwtForest = 2, kRecursiveNonProjective =
 
 DependencyTree make_tree(int kind, int n) {
   switch (kind) {
-    case kRecursive: return DependencyTree(recursive_heads(n, 42, true));
-    case kRecursiveNonProjective: return DependencyTree(recursive_heads(n, 42, false));
-    case kPath: return DependencyTree(path_heads(n, 42));
+    case kRecursive: return DependencyTree(recursive_heads(n, /*seed=*/42, true));
+    case kRecursiveNonProjective: return DependencyTree(recursive_heads(n, /*seed=*/42, false));
+    case kPath: return DependencyTree(path_heads(n, /*seed=*/42));
     default: return DependencyTree(synattn_bench::pack_forest(n), synattn::Structure::Forest);
   }
 }
