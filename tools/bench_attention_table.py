@@ -169,9 +169,14 @@ def main():
     # measured far apart in time would not compare.
     runs = {"eigen": {}, "blas": {}, "libtorch": {}, "pt": {}, "pt_default": {}}
     ctx, blas_ctx, pt_info, torch_ctx = {}, {}, {}, {}
-    env_torch = ptref.child_env(1, args.coretype)
-    env_torch.pop("OPENBLAS_NUM_THREADS", None)  # the peer sets at::set_num_threads and OpenBLAS's threads itself
-    env_torch.pop("OMP_NUM_THREADS", None)
+    def torch_env(t):
+        """PyTorch's child environment (OMP_WAIT_POLICY=PASSIVE above one thread, the coretype), minus
+        the thread counts: the peer sets at::set_num_threads and OpenBLAS's threads itself."""
+        env = ptref.child_env(t, args.coretype)
+        env.pop("OPENBLAS_NUM_THREADS", None)
+        env.pop("OMP_NUM_THREADS", None)
+        return env
+    env_torch = torch_env(1)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
     def pytorch(store, coretype, shape, t, nruns):
@@ -192,7 +197,7 @@ def main():
                 log("[eigen] %-26s %9.3f ms  floor %9.3f ms  x%.3f  util %.2f" % (
                     name, to_ms(b), b["gemm_ms"], b["ratio_to_gemm"], b.get("cpu_util", 0)))
                 if "libtorch/" + name in names or any(n.startswith("libtorch/" + name + "/") for n in names):
-                    b = run_one(args.release, "libtorch/" + name, args.repetitions, env_torch, extra, args.quiet_wait,
+                    b = run_one(args.release, "libtorch/" + name, args.repetitions, torch_env(t), extra, args.quiet_wait,
                                 0.9 if t == 1 else 0.0)
                     torch_ctx = b["_context"]
                     runs["libtorch"].setdefault((p, shape, t), []).append(b)
