@@ -21,8 +21,8 @@ Cases, at --threads (default 1): fwd 32x32x512x8, fwd+bwd 16x128x512x8, the
 single-sentence latency fwd 1x16x256x4, and the other n >= 128 fwd+bwd shapes
 bench_attention has (4x512x512x8, 1x1024x256x4).
 
-Each C++ number is a median of per-iteration times: consumer_bench's over
---runs timed runs, bench_attention's `layer_ms` (median iteration) as the
+Each C++ number is a median of individually timed iterations: consumer_bench's
+over its --runs runs, bench_attention's `layer_ms` (median iteration) as the
 median over --repetitions repetitions. PyTorch is bench/pytorch_reference.py
 (its seed-design module, the median of its timed runs) with OpenBLAS's own
 CPU detection unless --coretype names a kernel.
@@ -134,8 +134,15 @@ def main():
     ap.add_argument("--coretype", default="default", help='OPENBLAS_CORETYPE for PyTorch ("default": detect)')
     ap.add_argument("--no-pytorch", action="store_true")
     ap.add_argument("--quiet-wait", type=float, default=10.0, help="max seconds to wait for idle cores")
+    ap.add_argument("--cases", nargs="*", help="only these cases, e.g. fwd/1x16x256x4 fwdbwd/16x128x512x8")
     ap.add_argument("--json", help="write every raw number here")
     args = ap.parse_args()
+    global CASES
+    if args.cases:
+        CASES = [tuple(c.split("/")) for c in args.cases]
+        unknown = [c for c in CASES if len(c) != 2 or c[0] not in ("fwd", "fwdbwd")]
+        if unknown:
+            raise SystemExit("bad --cases %s (PASS/SHAPE, PASS fwd or fwdbwd)" % unknown)
 
     if args.no_build:
         w = os.path.abspath(args.work)
@@ -216,7 +223,7 @@ def main():
             ratio(n, b), ratio(d, pt)))
     print()
     print("%d thread(s); medians over %d alternating rounds (%s)." % (
-        t, args.rounds, "consumer: median of %d runs ≥ %.1f s; benchmark build and LibTorch: bench_attention's "
+        t, args.rounds, "consumer: median iteration of %d runs ≥ %.1f s; benchmark build and LibTorch: bench_attention's "
         "median iteration, median of %d repetitions" % (args.runs, args.min_time, args.repetitions)))
     print("- default-flags consumer: %s; SIMD notice printed: %s" % (info.get("default"), info.get("default_notice")))
     print("- README consumer: %s; SIMD notice printed: %s" % (info.get("native"), info.get("native_notice")))
