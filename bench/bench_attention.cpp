@@ -5,7 +5,8 @@
 //   cmake --preset release && cmake --build --preset release --target bench_attention
 //   build/release/bench/bench_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/release/bench/bench_attention --synattn_dump=DIR   (distance blocks + manifest for PyTorch)
-//   /usr/bin/python3 tools/bench_attention_table.py          (Markdown table: synattn, BLAS, PyTorch)
+//   build/release/bench/bench_attention --synattn_check_libtorch  (the LibTorch peer computes our output)
+//   /usr/bin/python3 tools/bench_attention_table.py          (Markdown table: synattn, BLAS, LibTorch, PyTorch)
 //
 // Benchmarks: fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
 // training shapes and two single-sentence latency shapes (forward only), at
@@ -23,6 +24,14 @@
 //   backward 2x forward                (each product has two adjoint products)
 // The machine these run on is a shared VM whose speed drifts by tens of
 // percent within seconds, hence everything interleaved and the medians.
+//
+// LibTorch peer (built when find_package(Torch) succeeds; libtorch_peer.cpp):
+// libtorch/fwd/... and libtorch/fwdbwd/..., the same layer written with
+// LibTorch's C++ API (projections, s*T[bucket] added to the scores, masking,
+// softmax, PV, output projection; backward by autograd), with the synattn
+// layer's weights on the same inputs, at T threads (at::set_num_threads and
+// OpenBLAS's own count); layer_ms is its median iteration, the label names
+// the OpenBLAS kernel it ran.
 //
 // Inputs: real trees, UD English EWT train sentences in file order, packed as
 // forests into exactly n tokens per sequence (the last sentence is cut at n; a
@@ -54,6 +63,11 @@
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/conllu.hpp>
 #include <synattn/util/parallel.hpp>
+
+#include "bench_corpus.hpp"
+#if defined(SYNATTN_WITH_LIBTORCH)
+#include "libtorch_peer.hpp"
+#endif
 
 #include <Eigen/Core>
 
@@ -246,51 +260,9 @@ void BM_FmaPeak(benchmark::State& state, std::size_t kernel, int threads) {
 // Trees
 // ---------------------------------------------------------------------------
 
-struct Corpus {
-  std::string path;
-  std::vector<std::vector<int>> sentences;  // canonical heads
-};
-
-const Corpus& corpus() {
-  static const Corpus c = [] {
-    Corpus out;
-    const std::string train = std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
-    const std::string bundled = std::string(SYNATTN_SOURCE_DIR) + "/examples/data/en_ewt-dev-sample.conllu";
-    out.path = std::ifstream(train).good() ? train : bundled;
-    for (const auto& s : synattn::read_conllu(out.path)) out.sentences.push_back(s.heads());
-    return out;
-  }();
-  return c;
-}
-
-// Sentences [next, ...) packed into exactly n tokens; `next` moves past the
-// sentences used (a cut sentence counts as used), wrapping around the corpus.
-std::vector<int> pack_forest(int n, std::size_t& next) {
-  const auto& sentences = corpus().sentences;
-  std::vector<int> heads;
-  while (static_cast<int>(heads.size()) < n) {
-    const int offset = static_cast<int>(heads.size());
-    for (int h : sentences[next]) {
-      if (static_cast<int>(heads.size()) == n) break;
-      heads.push_back(h < 0 || h + offset >= n ? -1 : h + offset);
-    }
-    next = (next + 1) % sentences.size();
-  }
-  return heads;
-}
-
-// The first sentence of exactly n words (or a forest if there is none).
-std::vector<int> single_sentence(int n, std::string& source) {
-  const auto& sentences = corpus().sentences;
-  for (std::size_t k = 0; k < sentences.size(); ++k)
-    if (static_cast<int>(sentences[k].size()) == n) {
-      source = "sentence " + std::to_string(k);
-      return sentences[k];
-    }
-  std::size_t next = 0;
-  source = "forest of sentences from 0";
-  return pack_forest(n, next);
-}
+using synattn_bench::pack_forest;
+using synattn_bench::single_sentence;
+const synattn_bench::Corpus& corpus() { return synattn_bench::ewt_train(); }
 
 struct Workload {
   Shape shape;
@@ -566,6 +538,81 @@ void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, i
   state.SetLabel(w.source);
 }
 
+// ---------------------------------------------------------------------------
+// LibTorch: the same layer in LibTorch's C++ API (libtorch_peer.cpp), with
+// the synattn layer's own weights, on the same inputs and trees.
+// ---------------------------------------------------------------------------
+
+#if defined(SYNATTN_WITH_LIBTORCH)
+std::unique_ptr<synattn_bench::LibTorchPeer> make_peer(const Workload& w,
+                                                       const synattn::SyntaxBiasedAttention<Scalar>& layer) {
+  const auto p = [&](const char* name) { return layer.parameter(name).data(); };
+  const synattn_bench::TorchPeerWeights weights{p("Wq"), p("Wk"), p("Wv"), p("bq"), p("bk"), p("bv"), p("Wo"), p("bo"),
+                                                p("table"), layer.num_buckets(), layer.parameter("scale")(0, 0)};
+  return std::make_unique<synattn_bench::LibTorchPeer>(w.shape.batch, w.shape.n, w.shape.d_model, w.shape.heads,
+                                                       w.x.data(), w.buckets.data(), w.dout.data(), weights);
+}
+
+// Timed like BM_Layer (manual time, median in layer_ms), without the floor.
+void BM_LibTorch(benchmark::State& state, std::size_t shape_index, bool backward, int threads) {
+  const Workload& w = workload(shape_index);
+  use_threads(threads);
+  synattn_bench::LibTorchPeer::set_threads(threads);
+  const synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
+  const auto peer = make_peer(w, layer);
+  const auto run = [&] { backward ? peer->forward_backward() : peer->forward(); };
+  run();
+  run();
+  std::vector<double> times;
+  const std::clock_t cpu0 = std::clock();
+  const auto wall0 = Clock::now();
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    run();
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    state.SetIterationTime(t);
+    times.push_back(t);
+  }
+  const double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+  const double flops = forward_flops(w.shape) + (backward ? backward_flops(w.shape) : 0.0);
+  state.counters["layer_ms"] = median(times) * 1e3;
+  state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  // At 2 threads torch's idle OpenMP threads lower this too; a 1-thread
+  // value well below 1 means another process had the core.
+  state.counters["cpu_util"] = cpu / (wall * threads);
+  state.SetLabel(synattn_bench::LibTorchPeer::describe());
+}
+
+// --synattn_check_libtorch: on 16x128x512x8 (real trees), the peer's output
+// and dL/dx against synattn's, relative to the largest magnitude.
+int check_libtorch() {
+  const Workload& w = workload(1);
+  synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
+  layer.forward(w.x, w.lengths, w.buckets, cache, out);
+  layer.backward(cache, w.dout, dx);
+  const auto peer = make_peer(w, layer);
+  peer->forward_backward();
+  Matrix t_out(out.rows(), out.cols()), t_dx(dx.rows(), dx.cols());
+  peer->copy_output(t_out.data());
+  peer->copy_input_gradient(t_dx.data());
+  Matrix t_inf(out.rows(), out.cols());
+  peer->forward();
+  peer->copy_output(t_inf.data());
+  const auto rel = [](const Matrix& a, const Matrix& b) {
+    return double((a - b).cwiseAbs().maxCoeff()) / double(a.cwiseAbs().maxCoeff());
+  };
+  const double e_out = rel(out, t_out), e_dx = rel(dx, t_dx), e_inf = rel(out, t_inf);
+  const bool ok = e_out < 1e-4 && e_dx < 1e-4 && e_inf < 1e-4;
+  std::printf("libtorch check (%s, %s): output rel. error %.2e, dL/dx %.2e, inference output %.2e (bound 1e-4): %s\n",
+              w.shape.name().c_str(), synattn_bench::LibTorchPeer::describe().c_str(), e_out, e_dx, e_inf,
+              ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+#endif
+
 void register_all() {
   const std::vector<int> thread_counts = {1, 2};
   for (std::size_t k = 0; k < fma_kernels().size(); ++k)
@@ -582,6 +629,11 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), BM_Layer, i, pass == 1, t)
             ->UseManualTime()
             ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
+#if defined(SYNATTN_WITH_LIBTORCH)
+        benchmark::RegisterBenchmark(("libtorch/" + name).c_str(), BM_LibTorch, i, pass == 1, t)
+            ->UseManualTime()
+            ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
+#endif
       }
   }
 }
@@ -637,6 +689,18 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a.rfind("--synattn_dump=", 0) == 0) {
       dump_dir = a.substr(std::strlen("--synattn_dump="));
+    } else if (a == "--synattn_check_libtorch") {
+#if defined(SYNATTN_WITH_LIBTORCH)
+      try {
+        return check_libtorch();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_attention: %s\n", e.what());
+        return 1;
+      }
+#else
+      std::fprintf(stderr, "bench_attention: built without LibTorch (find_package(Torch) failed)\n");
+      return 1;
+#endif
     } else if (a.rfind("--synattn_blas_threads=", 0) == 0) {
       g_blas_threads = std::atoi(a.c_str() + std::strlen("--synattn_blas_threads="));
     } else {
@@ -662,6 +726,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("eigen_simd", Eigen::SimdInstructionSetsInUse());
   benchmark::AddCustomContext("fma_kernel", fma_kernels().front().isa);
   benchmark::AddCustomContext("trees", corpus().path);
+#if defined(SYNATTN_WITH_LIBTORCH)
+  benchmark::AddCustomContext("libtorch", synattn_bench::LibTorchPeer::describe());
+#endif
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;

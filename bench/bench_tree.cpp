@@ -17,9 +17,10 @@
 #include <synattn/tree/conllu.hpp>
 #include <synattn/tree/distance.hpp>
 
+#include "bench_corpus.hpp"
+
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <queue>
 #include <random>
@@ -78,36 +79,14 @@ std::vector<int> path_heads(int n, unsigned seed) {
   return heads;
 }
 
-// Consecutive EWT train sentences packed into n tokens; the last one is cut
-// at n, and a word whose head was cut off becomes a root of the forest.
-std::vector<int> ewt_forest_heads(int n) {
-  static std::vector<std::vector<int>> sentences = [] {
-    const std::string train = std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-train.conllu";
-    const std::string bundled = std::string(SYNATTN_SOURCE_DIR) + "/examples/data/en_ewt-dev-sample.conllu";
-    const std::string path = std::ifstream(train).good() ? train : bundled;
-    std::vector<std::vector<int>> out;
-    for (const auto& s : synattn::read_conllu(path)) out.push_back(s.heads());
-    return out;
-  }();
-  std::vector<int> heads;
-  for (std::size_t k = 0; static_cast<int>(heads.size()) < n; k = (k + 1) % sentences.size()) {
-    const int offset = static_cast<int>(heads.size());
-    for (int h : sentences[k]) {
-      if (static_cast<int>(heads.size()) == n) break;
-      heads.push_back(h < 0 || h + offset >= n ? -1 : h + offset);
-    }
-  }
-  return heads;
-}
-
 enum Kind { kRecursive = 0, kPath = 1, kEwtForest = 2, kRecursiveNonProjective = 3 };
 
 DependencyTree make_tree(int kind, int n) {
   switch (kind) {
-    case kRecursive: return DependencyTree(recursive_heads(n, 42, true));
-    case kRecursiveNonProjective: return DependencyTree(recursive_heads(n, 42, false));
-    case kPath: return DependencyTree(path_heads(n, 42));
-    default: return DependencyTree(ewt_forest_heads(n), synattn::Structure::Forest);
+    case kRecursive: return DependencyTree(recursive_heads(n, /*seed=*/42, true));
+    case kRecursiveNonProjective: return DependencyTree(recursive_heads(n, /*seed=*/42, false));
+    case kPath: return DependencyTree(path_heads(n, /*seed=*/42));
+    default: return DependencyTree(synattn_bench::pack_forest(n), synattn::Structure::Forest);
   }
 }
 

@@ -4,7 +4,7 @@ set(SYNATTN_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/synattn/cmake"
   CACHE STRING "Install path of synattnConfig.cmake, relative to the prefix")
 
 install(DIRECTORY include/synattn DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(TARGETS synattn EXPORT synattnTargets)
+install(TARGETS synattn synattn_native EXPORT synattnTargets)  # synattn::synattn, synattn::native
 install(EXPORT synattnTargets
   NAMESPACE synattn::
   DESTINATION "${SYNATTN_CMAKE_DIR}")
@@ -47,7 +47,13 @@ install(FILES "${PROJECT_BINARY_DIR}/synattn.pc" DESTINATION "${CMAKE_INSTALL_DA
 if(SYNATTN_IS_TOP_LEVEL)
   set(CPACK_PACKAGE_NAME "libsynattn-dev")
   set(CPACK_PACKAGE_VENDOR "synattn")
-  set(CPACK_PACKAGE_CONTACT "synattn maintainers <synattn@example.org>")
+  # The Debian Maintainer field. The default names the copyright holder of
+  # LICENSE with a local address (the project has no public one); whoever
+  # publishes the package sets their own: -DSYNATTN_DEB_MAINTAINER="Name <mail>".
+  set(SYNATTN_DEB_MAINTAINER "The synattn authors <synattn@localhost>" CACHE STRING
+    "Maintainer field of the .deb (\"Name <address>\")")
+  set(CPACK_PACKAGE_CONTACT "${SYNATTN_DEB_MAINTAINER}")
+  set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SYNATTN_DEB_MAINTAINER}")
   set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
   set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
   set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs bench_attention (Eigen and OpenBLAS builds) and the PyTorch reference; prints one Markdown table.
+"""Runs bench_attention (Eigen and OpenBLAS builds, LibTorch peer) and the PyTorch reference; prints one Markdown table.
 
     cmake --preset release -DSYNATTN_BUILD_BENCH=ON && cmake --build --preset release --target bench_attention
     cmake --preset blas && cmake --build --preset blas --target bench_attention      (optional column)
@@ -12,13 +12,16 @@ median over rounds. C++: one round is the median of --repetitions
 repetitions (Google Benchmark's median aggregate); "GEMM floor" and "x floor"
 are the layer's own products timed interleaved with it in the same iterations,
 and "% FMA peak" uses an FMA probe run between them (bench_attention.cpp
-explains why). PyTorch: the median of --pytorch-runs timed runs
+explains why). LibTorch: the same layer in LibTorch's C++ API, built into
+bench_attention when find_package(Torch) succeeds (libtorch_peer.cpp), timed
+in the same round (its layer_ms, the median iteration). PyTorch: the median of --pytorch-runs timed runs
 (bench/pytorch_reference.py) on the same trees (the distance blocks
 bench_attention --synattn_dump writes), with OpenBLAS forced to --coretype
-(SkylakeX: OpenBLAS 0.3.21 falls back to its generic Prescott kernel on CPUs
-newer than itself); the last PyTorch column, measured once, uses OpenBLAS's
+(auto: SkylakeX on an AVX-512 CPU, because OpenBLAS 0.3.21 falls back to its
+generic Prescott kernel on CPUs newer than itself; elsewhere OpenBLAS's own
+detection); the last PyTorch column, measured once, uses OpenBLAS's
 own CPU detection (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset). The
-OpenBLAS build of synattn runs with the same --coretype.
+OpenBLAS build of synattn and the LibTorch peer run with the same --coretype.
 
 The machine is shared: before each measurement the script waits (up to
 --quiet-wait seconds) for idle cores, and re-runs a measurement (up to twice)
@@ -108,7 +111,9 @@ def main():
                     help='the EIGEN_USE_BLAS build ("" to skip)')
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--coretype", default="SkylakeX", help="OPENBLAS_CORETYPE for PyTorch and the BLAS build")
+    ap.add_argument("--coretype", default="auto",
+                    help="OPENBLAS_CORETYPE for PyTorch, LibTorch and the BLAS build (auto: SkylakeX with AVX-512, "
+                         "else OpenBLAS's detection; default: OpenBLAS's detection)")
     ap.add_argument("--no-pytorch", action="store_true")
     ap.add_argument("--no-default-kernel", action="store_true",
                     help="skip PyTorch with OpenBLAS's own CPU detection")
@@ -123,6 +128,10 @@ def main():
     ap.add_argument("--json", help="write every raw number here")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.coretype == "auto":
+        with open("/proc/cpuinfo") as f:
+            args.coretype = "SkylakeX" if " avx512f" in f.read() else "default"
+        log("OPENBLAS_CORETYPE: %s" % args.coretype)
     extra = ["--benchmark_min_time=%s" % args.min_time] if args.min_time else []
 
     for b in [args.release] + ([args.blas] if args.blas else []):
@@ -158,8 +167,16 @@ def main():
     # Case by case, every implementation back to back, --rounds times in a
     # row: the VM's speed drifts by tens of percent over minutes, so columns
     # measured far apart in time would not compare.
-    runs = {"eigen": {}, "blas": {}, "pt": {}, "pt_default": {}}
-    ctx, blas_ctx, pt_info = {}, {}, {}
+    runs = {"eigen": {}, "blas": {}, "libtorch": {}, "pt": {}, "pt_default": {}}
+    ctx, blas_ctx, pt_info, torch_ctx = {}, {}, {}, {}
+    def torch_env(t):
+        """PyTorch's child environment (OMP_WAIT_POLICY=PASSIVE above one thread, the coretype), minus
+        the thread counts: the peer sets at::set_num_threads and OpenBLAS's threads itself."""
+        env = ptref.child_env(t, args.coretype)
+        env.pop("OPENBLAS_NUM_THREADS", None)
+        env.pop("OMP_NUM_THREADS", None)
+        return env
+    env_torch = torch_env(1)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
     def pytorch(store, coretype, shape, t, nruns):
@@ -179,6 +196,12 @@ def main():
                 runs["eigen"].setdefault((p, shape, t), []).append(b)
                 log("[eigen] %-26s %9.3f ms  floor %9.3f ms  x%.3f  util %.2f" % (
                     name, to_ms(b), b["gemm_ms"], b["ratio_to_gemm"], b.get("cpu_util", 0)))
+                if "libtorch/" + name in names or any(n.startswith("libtorch/" + name + "/") for n in names):
+                    b = run_one(args.release, "libtorch/" + name, args.repetitions, torch_env(t), extra, args.quiet_wait,
+                                0.9 if t == 1 else 0.0)
+                    torch_ctx = b["_context"]
+                    runs["libtorch"].setdefault((p, shape, t), []).append(b)
+                    log("[libtorch] %-26s %9.3f ms  util %.2f" % (name, b["layer_ms"], b.get("cpu_util", 0)))
                 if have_blas:
                     b = run_one(args.blas, name, args.repetitions, env_blas, extra, args.quiet_wait, 0.9)
                     blas_ctx = b["_context"]
@@ -200,6 +223,7 @@ def main():
         return out
     eigen = {k: merged(v) for k, v in runs["eigen"].items()}
     blas = {k: merged(v) for k, v in runs["blas"].items()}
+    libtorch = {k: median([b["layer_ms"] for b in v]) for k, v in runs["libtorch"].items()}
     pt = {k: median(v) for k, v in runs["pt"].items()}
     pt_default = {k: median(v) for k, v in runs["pt_default"].items()}
 
@@ -213,9 +237,9 @@ def main():
 
     lines = []
     lines.append("| shape B×n×d×h | thr | pass | synattn ms | GEMM floor ms | × floor | synattn+OpenBLAS ms "
-                 "| × floor (BLAS) | PyTorch ms | speedup vs PyTorch (Eigen / BLAS) | PyTorch, default kernel ms "
-                 "| GFLOP/s | % FMA peak |")
-    lines.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "| × floor (BLAS) | LibTorch ms | PyTorch ms | speedup vs LibTorch | speedup vs PyTorch (Eigen / BLAS) "
+                 "| PyTorch, default kernel ms | GFLOP/s | % FMA peak |")
+    lines.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = [(p, shape, t) for shape, t, passes in cases_of(names, threads, args.shapes) for p in passes
              if (p, shape, t) in eigen]
     for key in order:
@@ -227,10 +251,12 @@ def main():
         ptms = pt.get(key)
         sp_e = ptms / ms if ptms else None
         sp_b = ptms / bms if (ptms and bms) else None
+        ltms = libtorch.get(key)
         gflops = e["GFLOPs"]
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |" % (
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |" % (
             shape.replace("x", "×"), t, "fwd+bwd" if p == "fwdbwd" else "fwd", f(ms), f(e["gemm_ms"]),
-            f(e["ratio_to_gemm"], 2), f(bms), f(b["ratio_to_gemm"], 2) if b else "—", f(ptms),
+            f(e["ratio_to_gemm"], 2), f(bms), f(b["ratio_to_gemm"], 2) if b else "—", f(ltms), f(ptms),
+            (f(ltms / ms, 2) + "×") if ltms else "—",
             (f(sp_e, 2) + "×") if sp_e else "—", (f(sp_b, 2) + "×") if sp_b else "—",
             f(pt_default.get(key)), f(gflops, 1), f(e["pct_of_peak"], 0)))
     print("\n".join(lines))
@@ -242,6 +268,12 @@ def main():
                                                  t, "s" if t > 1 else "") for t in sorted(peaks))))
     print("Eigen build: %s; BLAS build: %s" % (
         ctx.get("gemm", "?") + ", " + ctx.get("eigen_simd", "?"), blas_ctx.get("gemm", "—")))
+    if torch_ctx:
+        print("LibTorch peer: %s (OPENBLAS_CORETYPE=%s; the core and thread count as read when the program started)" % (
+            torch_ctx.get("libtorch", "?"), env_torch.get("OPENBLAS_CORETYPE")))
+        labels = sorted({b.get("label", "") for v in runs["libtorch"].values() for b in v})
+        for l in labels:
+            print("LibTorch peer while timed: %s" % l)
     for (ct, t), info in sorted(pt_info.items(), key=lambda kv: (kv[0][0] == "default", kv[0][1])):
         print("PyTorch %s, %d thread(s): %s kernel %s (OPENBLAS_CORETYPE=%s), blas threads %s, float32 check %.1e" % (
             info.get("torch"), t, info.get("openblas", "?"), info.get("core", "?"), info.get("OPENBLAS_CORETYPE"),
@@ -292,7 +324,7 @@ def main():
         def keyed(d):
             return {"%s/%s/omp:%d" % k: v for k, v in d.items()}
         with open(args.json, "w") as fh:
-            json.dump({"eigen": keyed(eigen), "blas": keyed(blas), "pytorch": keyed(pt),
+            json.dump({"eigen": keyed(eigen), "blas": keyed(blas), "libtorch": keyed(libtorch), "pytorch": keyed(pt),
                        "rounds": {k: keyed(v) for k, v in runs.items()},
                        "pytorch_default_kernel": keyed(pt_default), "fma_peak": peaks,
                        "pytorch_info": {"%s/%d" % k: v for k, v in pt_info.items()}}, fh, indent=1, default=str)

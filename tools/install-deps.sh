@@ -11,10 +11,11 @@ packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohm
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)
 fi
-# The attention benchmark's extras: the `blas` preset (OpenBLAS) and the
-# PyTorch reference (Debian's python3-torch, run with /usr/bin/python3).
+# The attention benchmark's extras: the `blas` preset (OpenBLAS), the
+# PyTorch reference (Debian's python3-torch, run with /usr/bin/python3) and
+# bench_attention's LibTorch peer (libtorch-dev, found by find_package(Torch)).
 if [[ "${SYNATTN_WITH_BENCH_EXTRAS:-0}" == 1 ]]; then
-  packages+=(libopenblas-dev python3-torch python3-numpy)
+  packages+=(libopenblas-dev python3-torch python3-numpy libtorch-dev)
 fi
 # The AArch64 cross build of the kernel tests, run under qemu-user
 # (cmake/toolchains/aarch64-linux-gnu.cmake).

@@ -10,13 +10,14 @@
 #include "config.hpp"
 #include "kernels/attention_rows.hpp"
 #include "kernels/linear_small.hpp"
+#include "util/cpu_features.hpp"
 #include "util/parallel.hpp"
 
 namespace synattn {
 
-// e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX512, FMA, AVX2, ...; kernels:
-// avx512 rows (dispatched at run time), avx512 small linear; OpenMP: on, 2
-// threads; BLAS: no".
+// e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX512, FMA, AVX2, ...; compiled for:
+// SSE4.1 SSE4.2 AVX AVX2 FMA AVX512F; kernels: avx512 rows (dispatched at run
+// time), avx512 small linear; OpenMP: on, 2 threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls
 // it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
@@ -30,6 +31,10 @@ inline std::string build_info() {
           std::to_string(EIGEN_MINOR_VERSION);
   line += " SIMD: ";
   line += Eigen::SimdInstructionSetsInUse();
+  // Eigen's list stops at "AVX" on AVX2 + FMA builds; the compiler's own
+  // feature macros say what -march actually allowed (util/cpu_features.hpp).
+  const std::string isa = feature_names(build_cpu_features());
+  line += "; compiled for: " + (isa.empty() ? std::string("baseline ISA") : isa);
   line += "; kernels: ";
   line += to_string(kernels::active_isa());
 #if defined(SYNATTN_PORTABLE_KERNELS)

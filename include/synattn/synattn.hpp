@@ -33,6 +33,8 @@
 #include "util/parallel.hpp"
 #include "util/parameters.hpp"
 #include "util/random.hpp"
+#include "util/cpu_features.hpp"
+#include "util/simd_notice.hpp"
 
 #include "nn/common.hpp"
 #include "nn/linear.hpp"

@@ -32,7 +32,8 @@ find_program(CPACK cpack HINTS "${cmake_bin_dir}" REQUIRED)
 set(build "${WORK_DIR}/synattn-build")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${build}" -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release
     -DSYNATTN_BUILD_TESTS=OFF -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_BUILD_BENCH=OFF
-    -DSYNATTN_INSTALL=ON -DSYNATTN_USE_OPENMP=${WANT_OPENMP})
+    -DSYNATTN_INSTALL=ON -DSYNATTN_USE_OPENMP=${WANT_OPENMP}
+    "-DSYNATTN_DEB_MAINTAINER=Test Packager <packager@test.invalid>")
 execute_process(COMMAND "${CPACK}" -G DEB -B "${WORK_DIR}/packages" WORKING_DIRECTORY "${build}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
@@ -47,8 +48,9 @@ message(STATUS "package: ${debs}")
 
 # Metadata and contents: headers, the CMake package, the pkg-config file,
 # and nothing built (no test or example binaries).
-run("${DPKG_DEB}" --field "${debs}" Package Architecture Depends)
+run("${DPKG_DEB}" --field "${debs}" Package Architecture Depends Maintainer)
 expect("${last_output}" "Package: libsynattn-dev")
+expect("${last_output}" "Maintainer: Test Packager <packager@test.invalid>")  # SYNATTN_DEB_MAINTAINER
 expect("${last_output}" "Architecture: all")
 expect("${last_output}" "libeigen3-dev")
 run("${DPKG_DEB}" --contents "${debs}")
@@ -84,6 +86,8 @@ run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-cmake")
 run("${WORK_DIR}/consumer-cmake/consumer")
 expect("${last_output}" "consumer: synattn ")
 expect("${last_output}" "${want_omp}")
+run("${WORK_DIR}/consumer-cmake/consumer_native")  # synattn::native is in the package
+expect("${last_output}" "SIMD this CPU has and this build lacks: none")
 
 # 2. pkg-config alone: the flags must point into the unpacked root (the .pc
 # is relocatable) and must compile and link the consumer by themselves.

@@ -21,6 +21,11 @@ TEST_CASE("build_info is one line naming version, Eigen, kernels, threads and BL
   CHECK(info.find(eigen) != std::string::npos);
   CHECK(info.find(std::string("kernels: ") + synattn::to_string(synattn::kernels::active_isa()) + " rows") !=
         std::string::npos);
+#if defined(__AVX2__) && defined(__FMA__)
+  CHECK_THAT(info, Catch::Contains("; compiled for: ") && Catch::Contains(" AVX2 FMA"));
+#elif !defined(__SSE4_1__)
+  CHECK_THAT(info, Catch::Contains("; compiled for: baseline ISA;"));
+#endif
 #if defined(SYNATTN_PORTABLE_KERNELS)
   CHECK(info.find("kernels: portable rows, Eigen linear") != std::string::npos);
 #else

@@ -47,6 +47,7 @@
 #include "../matrix.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
+#include "../util/simd_notice.hpp"
 #include "attention_cache.hpp"
 #include "options.hpp"
 

@@ -88,6 +88,7 @@ void add_row_sums(const Src& src, Scalar* dst) {
 template <class Scalar>
 SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& options) : options_(options) {
   options_.validate();
+  simd_notice();  // once per process: names the -march flags this build lacks (util/simd_notice.hpp)
   const Index h = options_.heads, d = options_.d_model;
   dk_ = options_.resolved_key_size();
   dv_ = options_.resolved_value_size();
