@@ -10,6 +10,10 @@
 
 namespace synattn {
 
+// Self-attention (keys and values from the queries' own tokens) or
+// cross-attention (from a separate memory).
+enum class AttentionKind { self, cross };
+
 // Set the fields, then construct the layer (which validates them):
 //
 //   AttentionOptions o(512, 8);          // d_model, heads

@@ -48,6 +48,7 @@
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "attention_cache.hpp"
+#include "blocks.hpp"
 #include "options.hpp"
 
 namespace synattn {
@@ -223,26 +224,19 @@ class SyntaxBiasedAttention {
     return id;
   }
 
-  // Validation (implementation file).
-  void check_lengths(const char* fn, const char* name, const std::vector<int>& lengths, Index n) const;
-  void check_tokens(const char* fn, const char* name, const Eigen::Ref<const Matrix>& x, Index batch, Index width,
-                    Index& n) const;
-  void check_buckets(const char* fn, const Eigen::Ref<const BucketBlock>& buckets, Index batch, Index n_q,
-                     Index n_kv) const;
-  void check_finite(const char* fn, const char* name, const Eigen::Ref<const Matrix>& m, Index n) const;
-  void check_backward(const char* fn, const Cache& cache, bool cross, const Eigen::Ref<const Matrix>& dout,
+  // Validation (implementation file; the checks: validation.hpp).
+  void check_backward(const char* fn, const Cache& cache, AttentionKind kind, const Eigen::Ref<const Matrix>& dout,
                       Index gradient_size) const;
-  static void check_output(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols);
-
-  // Computation (implementation file).
   Index check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                           const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols) const;
   void check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
                           const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
                           const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols, Index& n_q,
                           Index& n_kv) const;
-  void prepare_cache(Cache& cache, bool cross, bool training, Index batch, Index n_q, Index n_kv,
-                     const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
+
+  // Forward (implementation file).
+  void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q,
+                     Index n_kv, const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
   // Training forward passes; `dropout_stream` null: no dropout.
   void forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
@@ -253,11 +247,35 @@ class SyntaxBiasedAttention {
                           const RandomStream* dropout_stream) const;
   // Arms (or disarms) the cache's dropout for the next forward_core().
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
-  // x_kv is null for self-attention; `training` keeps P for backward().
+  attention_detail::BlockGeometry geometry(const Cache& cache) const;
+  // x_kv is null for self-attention; a training pass keeps P for backward().
   void forward_core(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
-                    const Eigen::Ref<const BucketBlock>& buckets, bool training, Eigen::Ref<Matrix> out) const;
+                    const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
+                    Eigen::Ref<Matrix> out) const;
+  void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
+  void attend_fused(Cache& cache, const attention_detail::BlockGeometry& g,
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table,
+                    attention_detail::Pass pass) const;
+  void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table) const;
+  void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
+
+  // Backward (implementation file).
   void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
                      Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
+  void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Scalar* gradients) const;
+  void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void input_projection_backward(Cache& cache, Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
+                                 Scalar* gradients) const;
+  void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g, Scalar* gradients) const;
+  // True when backward() accumulates bucket histograms (a learnable table or scale).
+  bool table_gradients() const noexcept {
+    return options_.syntax_bias && (options_.bias.table_learnable || options_.bias.scale_learnable);
+  }
+  // Histogram slots per copy: num_buckets() + 1 (slot 0: masked pairs), 0 without a bias.
+  Index histogram_slots() const noexcept { return options_.syntax_bias ? num_buckets() + 1 : 0; }
+
   BiasTableRef<Scalar> table_ref(Scalar* gradients, bool own_gradients) const;
   Scalar* grad_at(Scalar* gradients, int id) const;
 
