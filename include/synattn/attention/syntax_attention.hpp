@@ -79,6 +79,8 @@ class SyntaxBiasedAttention {
   bool has_syntax_bias() const noexcept { return options_.syntax_bias; }
   // Size of the bias table's rows (0 without a syntax bias).
   int num_buckets() const noexcept { return options_.syntax_bias ? options_.bias.num_buckets() : 0; }
+  // What a cache filled by this layer records (see AttentionFingerprint).
+  AttentionFingerprint fingerprint(AttentionKind kind) const noexcept;
 
   // ---- Self-attention --------------------------------------------------
 

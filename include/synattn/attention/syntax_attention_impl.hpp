@@ -139,6 +139,24 @@ Scalar* SyntaxBiasedAttention<Scalar>::grad_at(Scalar* gradients, int id) const 
 // ---------------------------------------------------------------------------
 
 template <class Scalar>
+AttentionFingerprint SyntaxBiasedAttention<Scalar>::fingerprint(AttentionKind kind) const noexcept {
+  AttentionFingerprint f;
+  f.d_model = options_.d_model;
+  f.heads = options_.heads;
+  f.key_size = dk_;
+  f.value_size = dv_;
+  f.memory_size = dm_kv_;
+  f.syntax_bias = options_.syntax_bias;
+  f.num_buckets = num_buckets();
+  f.per_head = options_.syntax_bias && options_.bias.per_head;
+  f.causal = options_.causal;
+  f.talking_heads_pre = options_.talking_heads_pre;
+  f.talking_heads_post = options_.talking_heads_post;
+  f.cross = kind == AttentionKind::cross;
+  return f;
+}
+
+template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& c, AttentionKind kind,
                                                    const Eigen::Ref<const Matrix>& dout, Index gradient_size) const {
   using attention_detail::error_prefix;
@@ -150,13 +168,12 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
   if (c.cross_ != cross)
     throw Error(error_prefix(fn) + "the cache holds a " + (c.cross_ ? "cross" : "self") +
                 "-attention forward pass; call " + (c.cross_ ? "backward_cross" : "backward"));
-  const bool bias = options_.syntax_bias;
-  const Index qkv_cols = cross ? Index(options_.heads) * dk_ : Index(options_.heads) * (2 * dk_ + dv_);
-  if (c.heads_ != options_.heads || c.x_q_.cols() != options_.d_model || c.qkv_.cols() != qkv_cols ||
-      (cross && c.x_kv_.cols() != dm_kv_) || (bias && c.buckets_.rows() != c.batch_ * c.n_q_) ||
-      (options_.talking_heads_pre && c.raw_.rows() != c.probs_.rows()) ||
-      (options_.talking_heads_post && c.mixed_.rows() != c.probs_.rows()))
-    throw Error(error_prefix(fn) + "the cache was filled by a layer of another shape or options");
+  // Every buffer width, the bucket range and the masking the backward pass
+  // reads follow from the fingerprint: equal fingerprints, safe cache.
+  const AttentionFingerprint mine = fingerprint(kind);
+  if (c.fingerprint_ != mine)
+    throw Error(error_prefix(fn) + "the cache was filled by a layer with " + c.fingerprint_.describe() +
+                "; this layer has " + mine.describe());
   attention_detail::check_shape(fn, "dout", dout.rows(), dout.cols(), c.batch_ * c.n_q_, options_.d_model);
   if (options_.check_finite) attention_detail::check_finite_tokens<Scalar>(fn, "dout", dout, c.n_q_);
   if (gradient_size != store_.size())
@@ -224,6 +241,7 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   c.filled_ = false;
   c.inference_ = !training;
   c.cross_ = cross;
+  c.fingerprint_ = fingerprint(kind);
   c.batch_ = batch;
   c.n_q_ = n_q;
   c.n_kv_ = n_kv;
