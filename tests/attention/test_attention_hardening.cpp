@@ -1,6 +1,7 @@
 // SyntaxBiasedAttention under misuse (issue 10 §1): a cache handed to a layer
-// it was not filled by. Each case used to reach a memory error or a silent
-// wrong result.
+// it was not filled by, non-finite parameters, options that do not fit the
+// layer's number type, and scores that overflow. Each case used to reach a
+// memory error or a silent wrong result.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
@@ -122,4 +123,132 @@ TEST_CASE("backward_cross refuses a cache from a cross layer of other shape", "[
   MatrixD dmem5(8, 5);
   CHECK_THROWS_WITH(narrower.backward_cross(cache, MatrixD::Ones(6, 8), dxq, dmem5), Contains("memory 6"));
   CHECK_NOTHROW(layer.backward_cross(cache, MatrixD::Ones(6, 8), dxq, dmem));
+}
+
+TEST_CASE("with check_finite on, a non-finite parameter is refused by name and element", "[attention][nan]") {
+  AttentionOptions o = base_options();
+  o.heads = 2;
+  o.key_size = o.value_size = 2;
+  o.bias.per_head = true;
+  o.talking_heads_pre = o.talking_heads_post = true;
+  std::mt19937 rng(9);
+  const MatrixD x = synattn_test::random_matrix(6, 8, rng);
+  const std::vector<int> lengths = {3, 3};
+  const BucketBlock buckets = BucketBlock::Zero(6, 3);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* name;
+    int r, c;
+    double value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"Wq", 0, 0, nan, "parameter Wq(0, 0) = nan is not finite"},
+      {"Wv", 3, 5, inf, "parameter Wv(3, 5) = inf is not finite"},
+      {"bo", 0, 7, nan, "parameter bo(0, 7) = nan"},
+      {"table", 1, 2, nan, "parameter table(1, 2) = nan"},
+      {"scale", 0, 0, inf, "parameter scale(0, 0) = inf"},
+      {"mix_pre", 1, 0, nan, "parameter mix_pre(1, 0) = nan"},
+      {"mix_post", 0, 1, -inf, "parameter mix_post(0, 1) = -inf"},
+  };
+  const int k = GENERATE(range(0, 7));
+  const Case& c = cases[k];
+  INFO("parameter " << c.name);
+  Layer layer(o);
+  layer.parameter(c.name)(c.r, c.c) = c.value;
+  Layer::Cache cache;
+  CHECK_THROWS_AS(layer.forward(x, lengths, buckets, cache), synattn::Error);
+  CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains(c.message));
+  CHECK_THROWS_WITH(layer.infer(x, lengths, buckets), Contains(c.message));
+  // Checking off: NaN (or inf arithmetic) propagates; nothing throws.
+  AttentionOptions off = o;
+  off.check_finite = false;
+  Layer unchecked(off);
+  unchecked.parameter(c.name)(c.r, c.c) = c.value;
+  CHECK_NOTHROW(unchecked.forward(x, lengths, buckets, cache));
+}
+
+TEST_CASE("with check_finite off, a NaN weight propagates to the output", "[attention][nan]") {
+  AttentionOptions o = base_options();
+  o.check_finite = false;
+  Layer layer(o);
+  layer.Wq()(0, 0) = std::numeric_limits<double>::quiet_NaN();
+  std::mt19937 rng(2);
+  const MatrixD x = synattn_test::random_matrix(6, 8, rng);
+  Layer::Cache cache;
+  const MatrixD out = layer.forward(x, {3, 3}, BucketBlock::Zero(6, 3), cache);
+  // Every query row reads the NaN through q: every output row is NaN. The
+  // portable kernel (the reference; this file also builds as
+  // test_attention_hardening_portable) must; the vector kernels are being
+  // brought to the same policy on the kernel branch: until that lands their
+  // result is reported here (a warning) without failing the run.
+  Eigen::Index finite_rows = 0;
+  for (Eigen::Index r = 0; r < out.rows(); ++r) finite_rows += std::isnan(out(r, 0)) ? 0 : 1;
+  const std::string isa = synattn::kernels::active_isa();
+  if (isa == "portable")
+    CHECK(finite_rows == 0);
+  else if (finite_rows > 0)
+    WARN("row kernel " << isa << " does not propagate a NaN weight yet: " << finite_rows << " of " << out.rows()
+                       << " output rows are not NaN (the kernel branch brings it to the portable policy)");
+}
+
+TEST_CASE("options that feed arithmetic are validated in the layer's own number type", "[attention][options]") {
+  AttentionOptions o = base_options();
+  SECTION("bias.scale beyond float") {
+    o.bias.scale = 1e300;
+    CHECK_THROWS_AS(LayerF{o}, synattn::Error);
+    CHECK_THROWS_WITH(LayerF{o}, Contains("bias.scale = 1e+300 is not representable in float"));
+    CHECK_NOTHROW(Layer{o});  // fine in double, with a zero table
+  }
+  SECTION("bias.decay beyond float") {
+    o.bias.init = TableInit::LinearDecay;
+    o.bias.decay = 1e308;
+    CHECK_THROWS_WITH(LayerF{o}, Contains("bias.decay = 1e+308 is not representable in float"));
+    // In double the decay fits but the initial table -decay * 7 does not.
+    CHECK_THROWS_WITH(Layer{o}, Contains("makes the initial table entry"));
+  }
+  SECTION("scale times the initial table overflows float") {
+    o.bias.init = TableInit::LinearDecay;
+    o.bias.decay = 1e20;
+    o.bias.scale = 1e20;
+    CHECK_THROWS_WITH(LayerF{o}, Contains("bias.scale * table[1]"));
+    CHECK_NOTHROW(Layer{o});
+  }
+  SECTION("representable values pass") {
+    o.bias.scale = 3e38;
+    CHECK_NOTHROW(LayerF{o});
+  }
+}
+
+TEST_CASE("with check_finite on, scores that would overflow are refused", "[attention][overflow]") {
+  AttentionOptions o = base_options();
+  std::mt19937 rng(4);
+  const std::vector<int> lengths = {3, 3};
+  const BucketBlock buckets = BucketBlock::Zero(6, 3);
+  LayerF::Cache cache;
+  SECTION("x = 1e20 in float") {
+    LayerF layer(o);
+    const MatrixF x = MatrixF::Constant(6, 8, 1e20f);
+    CHECK_THROWS_AS(layer.forward(x, lengths, buckets, cache), synattn::Error);
+    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("overflow"));
+    CHECK_THROWS_WITH(layer.infer(x, lengths, buckets), Contains("overflow"));
+    AttentionOptions off = o;
+    off.check_finite = false;
+    CHECK_NOTHROW(LayerF(off).forward(x, lengths, buckets, cache));
+  }
+  SECTION("table -3e38 times scale 10 makes every bias -inf") {
+    LayerF layer(o);
+    layer.table().setConstant(-3e38f);
+    layer.scale() = 10.0f;
+    const MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>();
+    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("scale * table"));
+    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("overflows float"));
+  }
+  SECTION("large but safe inputs pass and give finite outputs") {
+    LayerF layer(o);
+    const MatrixF x = (synattn_test::random_matrix(6, 8, rng) * 1e8).cast<float>();
+    MatrixF out;
+    REQUIRE_NOTHROW(out = layer.forward(x, lengths, buckets, cache));
+    CHECK(out.allFinite());
+  }
 }

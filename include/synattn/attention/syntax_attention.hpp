@@ -27,6 +27,13 @@
 // the parameter gradients into the layer's gradient buffer (or a caller's, for
 // concurrent backward passes) and overwrites the input gradients.
 //
+// Non-finite values (docs/math.md 4.5): with options.check_finite (the
+// default) forward passes refuse NaN/inf inputs and parameters and finite
+// inputs outside the safe range, max|q_i| max|k_j| / sqrt(dk) + max|s T| <=
+// max(Scalar) / 4 per (sequence, head) (float: about 8.5e37, so |x| up to
+// ~1e18 with unit-scale weights), so a pass that returns has finite output.
+// Without checking a NaN anywhere propagates to the rows that read it.
+//
 // Work is split over (sequence, head) and over fixed row blocks of the
 // projections with OpenMP when available. Results are bit-identical for any
 // thread count: no task's arithmetic depends on the split, and cross-task sums
@@ -221,6 +228,8 @@ class SyntaxBiasedAttention {
     int table = -1, scale = -1, pre = -1, post = -1;
   };
 
+  static constexpr int kMaxHeadsOnStack = 64;  // forward's per-head scratch beyond this is on the heap
+
   static int require(int id, const char* what) {
     if (id < 0) throw Error(std::string("SyntaxBiasedAttention: no parameter ") + what);
     return id;
@@ -251,7 +260,7 @@ class SyntaxBiasedAttention {
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
   attention_detail::BlockGeometry geometry(const Cache& cache) const;
   // x_kv is null for self-attention; a training pass keeps P for backward().
-  void forward_core(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
+  void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
                     const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
                     Eigen::Ref<Matrix> out) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;

@@ -61,6 +61,7 @@ void add_row_sums(const Src& src, Scalar* dst) {
 template <class Scalar>
 SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& options) : options_(options) {
   options_.validate();
+  attention_detail::validate_options_for<Scalar>(options_, attention_detail::scalar_name<Scalar>());
   const Index h = options_.heads, d = options_.d_model;
   dk_ = options_.resolved_key_size();
   dv_ = options_.resolved_value_size();
@@ -195,7 +196,10 @@ Index SyntaxBiasedAttention<Scalar>::check_self_inputs(const char* fn, const Eig
   check_lengths(fn, "lengths", lengths, n);
   if (options_.syntax_bias) check_buckets(fn, buckets, batch, n, n, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
-  if (options_.check_finite) check_finite_tokens<Scalar>(fn, "x", x, n);
+  if (options_.check_finite) {
+    check_finite_tokens<Scalar>(fn, "x", x, n);
+    check_finite_parameters<Scalar>(fn, store_);
+  }
   return n;
 }
 
@@ -222,6 +226,7 @@ void SyntaxBiasedAttention<Scalar>::check_cross_inputs(const char* fn, const Eig
   if (options_.check_finite) {
     check_finite_tokens<Scalar>(fn, "x_q", x_q, n_q);
     check_finite_tokens<Scalar>(fn, "memory", memory, n_kv);
+    check_finite_parameters<Scalar>(fn, store_);
   }
 }
 
@@ -294,7 +299,7 @@ void SyntaxBiasedAttention<Scalar>::forward_self(const Eigen::Ref<const Matrix>&
   set_dropout(cache, dropout_stream);
   cache.x_q_ = x;  // dW{q,k,v} need x in backward()
   if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(cache, x, nullptr, buckets, attention_detail::Pass::training, out);
+  forward_core(fn, cache, x, nullptr, buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
 }
 
@@ -356,7 +361,7 @@ void SyntaxBiasedAttention<Scalar>::infer(const Eigen::Ref<const Matrix>& x, con
   const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
   prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference, static_cast<Index>(lengths.size()), n,
                 n, lengths, lengths);
-  forward_core(workspace, x, nullptr, buckets, attention_detail::Pass::inference, out);
+  forward_core(fn, workspace, x, nullptr, buckets, attention_detail::Pass::inference, out);
 }
 
 template <class Scalar>
@@ -416,7 +421,7 @@ void SyntaxBiasedAttention<Scalar>::forward_cross_impl(const Eigen::Ref<const Ma
   cache.x_q_ = x_q;
   cache.x_kv_ = memory;
   if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(cache, x_q, &memory, buckets, attention_detail::Pass::training, out);
+  forward_core(fn, cache, x_q, &memory, buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
 }
 
@@ -441,7 +446,7 @@ void SyntaxBiasedAttention<Scalar>::infer_cross(const Eigen::Ref<const Matrix>& 
   check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
   prepare_cache(workspace, AttentionKind::cross, attention_detail::Pass::inference,
                 static_cast<Index>(lengths_q.size()), n_q, n_kv, lengths_q, lengths_kv);
-  forward_core(workspace, x_q, &memory, buckets, attention_detail::Pass::inference, out);
+  forward_core(fn, workspace, x_q, &memory, buckets, attention_detail::Pass::inference, out);
 }
 
 template <class Scalar>
@@ -484,7 +489,7 @@ attention_detail::BlockGeometry SyntaxBiasedAttention<Scalar>::geometry(const Ca
 // Without talking heads phase 2 is one task per (sequence, head, row block),
 // so each score block is produced, normalised and consumed while in cache.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<const Matrix>& x_q,
+void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const Eigen::Ref<const Matrix>& x_q,
                                                  const Eigen::Ref<const Matrix>* x_kv,
                                                  const Eigen::Ref<const BucketBlock>& buckets,
                                                  attention_detail::Pass pass, Eigen::Ref<Matrix> out) const {
@@ -495,11 +500,26 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
       options_.syntax_bias ? table_ref(nullptr, false)
                            : BiasTableRef<Scalar>(options_.bias, options_.heads, nullptr, nullptr, nullptr, nullptr);
   const BiasTableRef<Scalar>* table = options_.syntax_bias ? &table_view : nullptr;
+  if (options_.check_finite) {
+    // The safe input range (docs/math.md 4.5): refuse what would overflow
+    // instead of returning NaN or silently masked rows.
+    double max_bias[kMaxHeadsOnStack];
+    std::vector<double> max_bias_heap;
+    double* mb = max_bias;
+    if (options_.heads > kMaxHeadsOnStack) {
+      max_bias_heap.resize(static_cast<std::size_t>(options_.heads));
+      mb = max_bias_heap.data();
+    }
+    if (table) attention_detail::check_bias_products<Scalar>(fn, *table, mb);
+    attention_detail::check_score_range<Scalar>(fn, c.qkv_, c.cross_ ? c.kv_ : c.qkv_, g, inv_sqrt_dk_,
+                                                table ? mb : nullptr);
+  }
   if (!options_.talking_heads_pre && !options_.talking_heads_post)
     attend_fused(c, g, buckets, table, pass);
   else
     attend_mixed(c, g, buckets, table);
   project_output(c, out);
+  if (options_.check_finite) attention_detail::check_finite_output<Scalar>(fn, out);
 }
 
 // 1. Projections.

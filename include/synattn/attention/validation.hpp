@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/parameters.hpp"
+#include "blocks.hpp"
 #include "options.hpp"
 
 namespace synattn {
@@ -118,6 +120,137 @@ void check_finite_tokens(const char* fn, const char* name, const Eigen::Ref<cons
         throw Error(error_prefix(fn) + name + "(" + std::to_string(r) + ", " + std::to_string(c) + ") = " +
                     std::to_string(m(r, c)) + " is not finite (sequence " + std::to_string(n ? r / n : 0) +
                     ", position " + std::to_string(n ? r % n : r) + ")");
+}
+
+// "float" or "double", for messages.
+template <class Scalar>
+const char* scalar_name() noexcept {
+  return sizeof(Scalar) == sizeof(float) ? "float" : "double";
+}
+
+// Every parameter of the store (weights, biases, table, scale, talking-heads
+// matrices): throws at the first non-finite element, naming the parameter.
+template <class Scalar>
+void check_finite_parameters(const char* fn, const ParameterStore<Scalar>& store) {
+  for (int id = 0; id < store.count(); ++id) {
+    const ParameterInfo& p = store.info(id);
+    const Eigen::Map<const RowMajorMatrix<Scalar>> v(store.value_data(id), p.rows, p.cols);
+    if (all_finite(v)) continue;
+    for (Index r = 0; r < p.rows; ++r)
+      for (Index c = 0; c < p.cols; ++c)
+        if (!std::isfinite(v(r, c)))
+          throw Error(error_prefix(fn) + "parameter " + p.name + "(" + std::to_string(r) + ", " + std::to_string(c) +
+                      ") = " + std::to_string(v(r, c)) +
+                      " is not finite (options.check_finite is on; with it off NaN propagates to the output)");
+  }
+}
+
+// The bias s * T[row, b] the kernels add, formed in Scalar like theirs: each
+// must be finite (a table entry of -3e38 times s = 10 in float is -inf, which
+// would mask every pair). Returns, per head, max_b |s * T[row_of(head), b]| (in
+// `max_bias`, heads entries).
+template <class Scalar>
+void check_bias_products(const char* fn, const BiasTableRef<Scalar>& t, double* max_bias) {
+  const Scalar s = t.scale();
+  const auto T = t.table();
+  for (Index r = 0; r < T.rows(); ++r)
+    for (Index b = 0; b < T.cols(); ++b) {
+      const Scalar v = s * T(r, b);
+      if (!std::isfinite(v))
+        throw Error(error_prefix(fn) + "scale * table(" + std::to_string(r) + ", " + std::to_string(b) + ") = " +
+                    number_string(double(s)) + " * " + number_string(double(T(r, b))) + " overflows " +
+                    scalar_name<Scalar>() + " (|s * T| must stay below " +
+                    number_string(double(std::numeric_limits<Scalar>::max())) + "; docs/math.md 4.5)");
+    }
+  for (int a = 0; a < t.heads(); ++a) {
+    double m = 0;
+    for (Index b = 0; b < T.cols(); ++b) m = std::max(m, std::abs(double(s * T(t.row_of(a), b))));
+    max_bias[a] = m;
+  }
+}
+
+// The safe input range (docs/math.md 4.5), per (sequence, head): the
+// projections of the valid rows are finite and max |q_i| max |k_j| / sqrt(dk)
+// + max |s T| <= max(Scalar) / 4, which bounds every score (Cauchy-Schwarz)
+// and every difference of two scores the softmax forms. Norms in double, so
+// they do not overflow themselves. One pass over Q, K and V: cheap next to
+// the score products.
+template <class Scalar>
+void check_score_range(const char* fn, const RowMajorMatrix<Scalar>& qsrc, const RowMajorMatrix<Scalar>& kvsrc,
+                       const BlockGeometry& g, Scalar inv_sqrt_dk, const double* max_bias) {
+  const double limit = double(std::numeric_limits<Scalar>::max()) / 4;
+  const auto not_finite = [&](const char* what, Index b, Index i, int a) {
+    return Error(error_prefix(fn) + what + " of sequence " + std::to_string(b) + ", position " + std::to_string(i) +
+                 ", head " + std::to_string(a) + " is not finite: the input projection overflowed " +
+                 scalar_name<Scalar>() + " (inputs outside the safe range, docs/math.md 4.5)");
+  };
+  for (Index b = 0; b < g.batch; ++b)
+    for (int a = 0; a < g.heads; ++a) {
+      double mq = 0, mk = 0;
+      for (Index i = 0; i < g.lq(b); ++i) {
+        const double v = qsrc.row(b * g.n_q + i).segment(a * g.dk, g.dk).template cast<double>().norm();
+        if (!std::isfinite(v)) throw not_finite("q", b, i, a);
+        mq = std::max(mq, v);
+      }
+      for (Index j = 0; j < g.lk(b); ++j) {
+        const double v = kvsrc.row(b * g.n_kv + j).segment(g.k_off + a * g.dk, g.dk).template cast<double>().norm();
+        if (!std::isfinite(v)) throw not_finite("k", b, j, a);
+        if (!all_finite(kvsrc.row(b * g.n_kv + j).segment(g.v_off + a * g.dv, g.dv))) throw not_finite("v", b, j, a);
+        mk = std::max(mk, v);
+      }
+      const double bound = mq * mk * double(inv_sqrt_dk) + (max_bias ? max_bias[a] : 0.0);
+      if (!(bound <= limit))
+        throw Error(error_prefix(fn) + "the scores of sequence " + std::to_string(b) + ", head " + std::to_string(a) +
+                    " may overflow " + scalar_name<Scalar>() + ": max |q_i| max |k_j| / sqrt(dk) + max |s T| = " +
+                    number_string(bound) + " (max |q_i| = " + number_string(mq) + ", max |k_j| = " +
+                    number_string(mk) + ") exceeds the safe bound " + number_string(limit) + " = max(" +
+                    scalar_name<Scalar>() + ") / 4; scale the inputs down (docs/math.md 4.5)");
+    }
+}
+
+// The output of a forward pass whose inputs passed every check: a
+// non-finite entry means the output projection overflowed.
+template <class Scalar>
+void check_finite_output(const char* fn, const Eigen::Ref<const RowMajorMatrix<Scalar>>& out) {
+  if (all_finite(out)) return;
+  for (Index r = 0; r < out.rows(); ++r)
+    for (Index c = 0; c < out.cols(); ++c)
+      if (!std::isfinite(out(r, c)))
+        throw Error(error_prefix(fn) + "out(" + std::to_string(r) + ", " + std::to_string(c) + ") = " +
+                    std::to_string(out(r, c)) + ": the output projection overflowed " + scalar_name<Scalar>() +
+                    " (inputs outside the safe range, docs/math.md 4.5)");
+}
+
+// The options that feed arithmetic, checked against the layer's number type:
+// validate() checks them in double, where 1e300 is fine, but a float layer
+// would turn it into inf.
+template <class Scalar>
+void validate_options_for(const AttentionOptions& o, const char* type_name) {
+  const double max = static_cast<double>(std::numeric_limits<Scalar>::max());
+  const std::string w = std::string("SyntaxBiasedAttention<") + type_name + ">: options.";
+  const auto too_big = [&](const char* what, double v) {
+    return Error(w + what + " = " + number_string(v) + " is not representable in " + type_name + " (|value| <= " +
+                 number_string(max) + ")");
+  };
+  // 1 / (1 - p): the factor kept probabilities are multiplied by.
+  if (o.dropout > 0.0 && !(1.0 / (1.0 - o.dropout) <= max)) throw too_big("dropout's keep scale 1 / (1 - dropout)", 1.0 / (1.0 - o.dropout));
+  if (!o.syntax_bias) return;
+  const BiasTableOptions& b = o.bias;
+  if (!(std::abs(b.scale) <= max)) throw too_big("bias.scale", b.scale);
+  if (!(b.decay <= max)) throw too_big("bias.decay", b.decay);
+  // The initial table and its products with the scale (the bias the first
+  // forward pass adds) must be finite in Scalar too.
+  RowMajorMatrix<double> t(1, b.num_buckets());
+  initialise_table<double>(b, t);
+  for (Index k = 0; k < t.cols(); ++k) {
+    if (!(std::abs(t(0, k)) <= max))
+      throw Error(w + "bias.decay = " + number_string(b.decay) + " makes the initial table entry " + std::to_string(k) +
+                  " = " + number_string(t(0, k)) + ", not representable in " + type_name);
+    const double sb = static_cast<double>(static_cast<Scalar>(b.scale)) * static_cast<double>(static_cast<Scalar>(t(0, k)));
+    if (!(std::abs(sb) <= max))
+      throw Error(w + "bias.scale * table[" + std::to_string(k) + "] = " + number_string(b.scale) + " * " +
+                  number_string(t(0, k)) + " overflows " + type_name + " (|s * T| <= " + number_string(max) + ")");
+  }
 }
 
 }  // namespace attention_detail
