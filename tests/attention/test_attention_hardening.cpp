@@ -244,6 +244,18 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("scale * table"));
     CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("overflows float"));
   }
+  SECTION("pre-mixing talking heads that would overflow the mixed scores") {
+    AttentionOptions th = o;
+    th.heads = 2;
+    th.key_size = th.value_size = 4;
+    th.talking_heads_pre = true;
+    LayerF layer(th);
+    layer.mix_pre().setConstant(1e37f);
+    const MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>() * 3.0f;
+    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("M_pre"));
+    layer.mix_pre().setIdentity();
+    CHECK_NOTHROW(layer.forward(x, lengths, buckets, cache));
+  }
   SECTION("large but safe inputs pass and give finite outputs") {
     LayerF layer(o);
     const MatrixF x = (synattn_test::random_matrix(6, 8, rng) * 1e8).cast<float>();

@@ -260,7 +260,8 @@ class SyntaxBiasedAttention {
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
   attention_detail::BlockGeometry geometry(const Cache& cache) const;
   // x_kv is null for self-attention; a training pass keeps P for backward().
-  void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
+  void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
+                    const Eigen::Ref<const Matrix>* x_kv,
                     const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
                     Eigen::Ref<Matrix> out) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;

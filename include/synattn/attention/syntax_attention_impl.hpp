@@ -359,8 +359,8 @@ void SyntaxBiasedAttention<Scalar>::infer(const Eigen::Ref<const Matrix>& x, con
                                           Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::infer";
   const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
-  prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference, static_cast<Index>(lengths.size()), n,
-                n, lengths, lengths);
+  prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference,
+                static_cast<Index>(lengths.size()), n, n, lengths, lengths);
   forward_core(fn, workspace, x, nullptr, buckets, attention_detail::Pass::inference, out);
 }
 
@@ -511,8 +511,17 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
       mb = max_bias_heap.data();
     }
     if (table) attention_detail::check_bias_products<Scalar>(fn, *table, mb);
+    // Pre-mixing talking heads mix the raw scores: |mixed| <= max row sum of |M_pre| x the largest.
+    const double mix_gain =
+        options_.talking_heads_pre
+            ? double(Eigen::Map<const Matrix>(store_.value_data(id_.pre), options_.heads, options_.heads)
+                         .cwiseAbs()
+                         .rowwise()
+                         .sum()
+                         .maxCoeff())
+            : 0.0;
     attention_detail::check_score_range<Scalar>(fn, c.qkv_, c.cross_ ? c.kv_ : c.qkv_, g, inv_sqrt_dk_,
-                                                table ? mb : nullptr);
+                                                table ? mb : nullptr, mix_gain);
   }
   if (!options_.talking_heads_pre && !options_.talking_heads_post)
     attend_fused(c, g, buckets, table, pass);

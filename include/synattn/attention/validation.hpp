@@ -172,19 +172,23 @@ void check_bias_products(const char* fn, const BiasTableRef<Scalar>& t, double* 
 // The safe input range (docs/math.md 4.5), per (sequence, head): the
 // projections of the valid rows are finite and max |q_i| max |k_j| / sqrt(dk)
 // + max |s T| <= max(Scalar) / 4, which bounds every score (Cauchy-Schwarz)
-// and every difference of two scores the softmax forms. Norms in double, so
-// they do not overflow themselves. One pass over Q, K and V: cheap next to
-// the score products.
+// and every difference of two scores the softmax forms. With pre-mixing
+// talking heads (`mix_gain` = max_a sum_b |M_pre[a, b]| > 0) a head's mixed
+// scores are bounded by mix_gain times the sequence's largest unmixed bound.
+// Norms in double, so they do not overflow themselves. One pass over Q, K
+// and V: cheap next to the score products.
 template <class Scalar>
 void check_score_range(const char* fn, const RowMajorMatrix<Scalar>& qsrc, const RowMajorMatrix<Scalar>& kvsrc,
-                       const BlockGeometry& g, Scalar inv_sqrt_dk, const double* max_bias) {
+                       const BlockGeometry& g, Scalar inv_sqrt_dk, const double* max_bias, double mix_gain) {
   const double limit = double(std::numeric_limits<Scalar>::max()) / 4;
   const auto not_finite = [&](const char* what, Index b, Index i, int a) {
     return Error(error_prefix(fn) + what + " of sequence " + std::to_string(b) + ", position " + std::to_string(i) +
                  ", head " + std::to_string(a) + " is not finite: the input projection overflowed " +
                  scalar_name<Scalar>() + " (inputs outside the safe range, docs/math.md 4.5)");
   };
-  for (Index b = 0; b < g.batch; ++b)
+  std::vector<double> head_bound(static_cast<std::size_t>(g.heads));  // per head: max|q_i| max|k_j| / sqrt(dk)
+  for (Index b = 0; b < g.batch; ++b) {
+    double largest = 0;  // over heads
     for (int a = 0; a < g.heads; ++a) {
       double mq = 0, mk = 0;
       for (Index i = 0; i < g.lq(b); ++i) {
@@ -198,14 +202,21 @@ void check_score_range(const char* fn, const RowMajorMatrix<Scalar>& qsrc, const
         if (!all_finite(kvsrc.row(b * g.n_kv + j).segment(g.v_off + a * g.dv, g.dv))) throw not_finite("v", b, j, a);
         mk = std::max(mk, v);
       }
-      const double bound = mq * mk * double(inv_sqrt_dk) + (max_bias ? max_bias[a] : 0.0);
+      head_bound[static_cast<std::size_t>(a)] = mq * mk * double(inv_sqrt_dk);
+      largest = std::max(largest, head_bound[static_cast<std::size_t>(a)]);
+    }
+    for (int a = 0; a < g.heads; ++a) {
+      const double scores = mix_gain > 0 ? mix_gain * largest : head_bound[static_cast<std::size_t>(a)];
+      const double bound = scores + (max_bias ? max_bias[a] : 0.0);
       if (!(bound <= limit))
         throw Error(error_prefix(fn) + "the scores of sequence " + std::to_string(b) + ", head " + std::to_string(a) +
-                    " may overflow " + scalar_name<Scalar>() + ": max |q_i| max |k_j| / sqrt(dk) + max |s T| = " +
-                    number_string(bound) + " (max |q_i| = " + number_string(mq) + ", max |k_j| = " +
-                    number_string(mk) + ") exceeds the safe bound " + number_string(limit) + " = max(" +
-                    scalar_name<Scalar>() + ") / 4; scale the inputs down (docs/math.md 4.5)");
+                    " may overflow " + scalar_name<Scalar>() + ": " +
+                    (mix_gain > 0 ? "max_a sum_b |M_pre[a, b]| * " : "") +
+                    "max |q_i| max |k_j| / sqrt(dk) + max |s T| = " + number_string(bound) +
+                    " exceeds the safe bound " + number_string(limit) + " = max(" + scalar_name<Scalar>() +
+                    ") / 4; scale the inputs down (docs/math.md 4.5)");
     }
+  }
 }
 
 // The output of a forward pass whose inputs passed every check: a
@@ -233,7 +244,8 @@ void validate_options_for(const AttentionOptions& o, const char* type_name) {
                  number_string(max) + ")");
   };
   // 1 / (1 - p): the factor kept probabilities are multiplied by.
-  if (o.dropout > 0.0 && !(1.0 / (1.0 - o.dropout) <= max)) throw too_big("dropout's keep scale 1 / (1 - dropout)", 1.0 / (1.0 - o.dropout));
+  if (o.dropout > 0.0 && !(1.0 / (1.0 - o.dropout) <= max))
+    throw too_big("dropout's keep scale 1 / (1 - dropout)", 1.0 / (1.0 - o.dropout));
   if (!o.syntax_bias) return;
   const BiasTableOptions& b = o.bias;
   if (!(std::abs(b.scale) <= max)) throw too_big("bias.scale", b.scale);
@@ -246,7 +258,8 @@ void validate_options_for(const AttentionOptions& o, const char* type_name) {
     if (!(std::abs(t(0, k)) <= max))
       throw Error(w + "bias.decay = " + number_string(b.decay) + " makes the initial table entry " + std::to_string(k) +
                   " = " + number_string(t(0, k)) + ", not representable in " + type_name);
-    const double sb = static_cast<double>(static_cast<Scalar>(b.scale)) * static_cast<double>(static_cast<Scalar>(t(0, k)));
+    const double sb =
+        static_cast<double>(static_cast<Scalar>(b.scale)) * static_cast<double>(static_cast<Scalar>(t(0, k)));
     if (!(std::abs(sb) <= max))
       throw Error(w + "bias.scale * table[" + std::to_string(k) + "] = " + number_string(b.scale) + " * " +
                   number_string(t(0, k)) + " overflows " + type_name + " (|s * T| <= " + number_string(max) + ")");
