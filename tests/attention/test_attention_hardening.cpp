@@ -1,7 +1,7 @@
 // SyntaxBiasedAttention under misuse (issue 10 §1): a cache handed to a layer
 // it was not filled by, non-finite parameters, options that do not fit the
-// layer's number type, and scores that overflow. Each case used to reach a
-// memory error or a silent wrong result.
+// layer's number type, scores that overflow, and empty sequences. Each case
+// used to reach a memory error, an Eigen assertion or a silent wrong result.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
@@ -262,5 +262,45 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     MatrixF out;
     REQUIRE_NOTHROW(out = layer.forward(x, lengths, buckets, cache));
     CHECK(out.allFinite());
+  }
+}
+
+TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches", "[attention][empty]") {
+  AttentionOptions o = base_options();
+  o.talking_heads_post = GENERATE(false, true);
+  INFO("talking heads: " << o.talking_heads_post);
+  Layer layer(o);
+  const std::vector<int> none = {0, 0};
+  SECTION("self-attention, 0 rows") {
+    Layer::Cache cache;
+    const MatrixD x(0, 8);
+    MatrixD out(0, 8), dx(0, 8);
+    layer.forward(x, none, BucketBlock(0, 0), cache, out);
+    layer.zero_grad();
+    layer.backward(cache, MatrixD(0, 8), dx);
+    CHECK(layer.gradients().cwiseAbs().maxCoeff() == 0.0);
+    CHECK(layer.infer(x, none, BucketBlock(0, 0)).rows() == 0);
+  }
+  SECTION("cross-attention, 0 rows") {
+    AttentionOptions c = o;
+    c.memory_size = 5;
+    Layer cross(c);
+    Layer::Cache cache;
+    MatrixD out(0, 8), dxq(0, 8), dmem(0, 5);
+    cross.forward_cross(MatrixD(0, 8), none, MatrixD(0, 5), none, BucketBlock(0, 0), cache, out);
+    cross.zero_grad();
+    cross.backward_cross(cache, MatrixD(0, 8), dxq, dmem);
+    CHECK(cross.gradients().cwiseAbs().maxCoeff() == 0.0);
+  }
+  SECTION("rows present, every length 0: out = bo, dx = 0") {
+    std::mt19937 rng(8);
+    const MatrixD x = synattn_test::random_matrix(6, 8, rng);
+    Layer::Cache cache;
+    const MatrixD out = layer.forward(x, none, BucketBlock::Zero(6, 3), cache);
+    for (Eigen::Index r = 0; r < 6; ++r) CHECK((out.row(r) - layer.bo()).cwiseAbs().maxCoeff() == 0.0);
+    layer.zero_grad();
+    const MatrixD dx = layer.backward(cache, MatrixD::Ones(6, 8));
+    CHECK(dx.cwiseAbs().maxCoeff() == 0.0);
+    CHECK(layer.gradient("bo").cwiseAbs().minCoeff() == 6.0);  // dbo sums dout over every row
   }
 }
