@@ -292,6 +292,31 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     cross.backward_cross(cache, MatrixD(0, 8), dxq, dmem);
     CHECK(cross.gradients().cwiseAbs().maxCoeff() == 0.0);
   }
+  SECTION("cross-attention with an empty side: no keys, or no queries") {
+    // Blocks of the empty side's buffers sit at column offsets of a null
+    // pointer: UB the sanitize preset reports (found by fuzz_attention).
+    AttentionOptions c = o;
+    c.heads = 2;
+    c.key_size = c.value_size = 3;
+    c.memory_size = 5;
+    Layer cross(c);
+    std::mt19937 rng(6);
+    for (const bool no_keys : {true, false}) {
+      INFO("no keys: " << no_keys);
+      const Eigen::Index nq = no_keys ? 3 : 0, nkv = no_keys ? 0 : 4;
+      const MatrixD xq = synattn_test::random_matrix(2 * nq, 8, rng);
+      const MatrixD mem = synattn_test::random_matrix(2 * nkv, 5, rng);
+      const std::vector<int> lq = {int(nq), int(nq) / 2}, lk = {int(nkv), int(nkv) / 2};
+      Layer::Cache cache;
+      MatrixD out(2 * nq, 8), dxq(2 * nq, 8), dmem(2 * nkv, 5);
+      cross.forward_cross(xq, lq, mem, lk, BucketBlock::Zero(2 * nq, nkv), cache, out);
+      for (Eigen::Index r = 0; r < out.rows(); ++r) CHECK((out.row(r) - cross.bo()).cwiseAbs().maxCoeff() == 0.0);
+      cross.zero_grad();
+      cross.backward_cross(cache, MatrixD::Ones(2 * nq, 8), dxq, dmem);
+      CHECK((dxq.size() == 0 || dxq.cwiseAbs().maxCoeff() == 0.0));
+      CHECK((dmem.size() == 0 || dmem.cwiseAbs().maxCoeff() == 0.0));
+    }
+  }
   SECTION("rows present, every length 0: out = bo, dx = 0") {
     std::mt19937 rng(8);
     const MatrixD x = synattn_test::random_matrix(6, 8, rng);

@@ -46,10 +46,20 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
                       Accumulate acc, Scalar* dropped, const DropoutMask<Scalar>* mask) {
   const Index m = dP.rows(), nkv = g.n_kv, dv = g.dv, v = g.valid_rows(b, r0, m), lk = g.lk(b);
   const bool add = acc == Accumulate::add;
-  const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);         // (v, dv)
-  const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);     // (lk, dv)
+  // Blocks are formed only when non-empty (a block of an empty matrix at a
+  // column offset is arithmetic on a null pointer; found by fuzz_attention).
+  if (nkv == 0) {
+    dP.bottomRows(m - v).setZero();
+    return;
+  }
   auto dV = dkvsrc.block(b * nkv, g.v_off + a * dv, nkv, dv);        // (n_kv, dv)
+  if (m == 0) {
+    if (!add) dV.setZero();
+    return;
+  }
   if (v > 0 && lk > 0) {
+    const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);       // (v, dv)
+    const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
     dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk): dP', or dP~ without dropout
     if (dropped) {
       // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
@@ -112,11 +122,20 @@ void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorM
                     const BlockGeometry& g, Index b, int a, Index r0, Scalar inv_sqrt_dk, Accumulate acc) {
   const Index m = dR.rows(), nkv = g.n_kv, dk = g.dk, v = g.valid_rows(b, r0, m), lk = g.lk(b);
   const bool add = acc == Accumulate::add;
-  const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);        // (v, dk)
-  const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk);   // (lk, dk)
+  // Blocks are formed only when non-empty (see context_backward).
+  if (m == 0) {
+    if (!add && nkv > 0) dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk).setZero();
+    return;
+  }
   auto dQ = dqsrc.block(b * g.n_q + r0, a * dk, m, dk);            // (m, dk)
+  if (nkv == 0) {
+    dQ.setZero();
+    return;
+  }
   auto dK = dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk);      // (n_kv, dk)
   if (v > 0 && lk > 0) {
+    const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);      // (v, dk)
+    const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk); // (lk, dk)
     dQ.topRows(v).noalias() = (dR.topLeftCorner(v, lk) * inv_sqrt_dk) * K;  // (v, dk)
     if (add)
       dK.topRows(lk).noalias() += (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk) * Q;  // (lk, dk)

@@ -47,9 +47,12 @@ void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix
                       const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
                       Scalar inv_sqrt_dk) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  // Blocks are formed only when non-empty: a block of an empty matrix at a
+  // column offset is arithmetic on a null pointer (UBSan, found by fuzz_attention).
+  if (v <= 0 || lk <= 0) return;
   const auto Q = qsrc.block(b * g.n_q + r0, a * g.dk, v, g.dk);            // (v, dk)
   const auto K = kvsrc.block(b * g.n_kv, g.k_off + a * g.dk, lk, g.dk);    // (lk, dk)
-  if (v > 0 && lk > 0) S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk) * K.transpose();  // (v, lk)
+  S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk) * K.transpose();  // (v, lk)
 }
 
 // Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in
@@ -82,9 +85,10 @@ void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatri
                      const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
                      const Scalar* inv) {
   const Index m = P.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b), dv = g.dv;
+  if (m == 0) return;                                                  // (no rows: ctx may be empty)
   auto C = ctx.block(b * g.n_q + r0, a * dv, m, dv);                   // (m, dv)
-  const auto V = kvsrc.block(b * g.n_kv, g.v_off + a * dv, lk, dv);    // (lk, dv)
   if (v > 0 && lk > 0) {
+    const auto V = kvsrc.block(b * g.n_kv, g.v_off + a * dv, lk, dv);  // (lk, dv)
     C.topRows(v).noalias() = P.topLeftCorner(v, lk) * V;  // (v, dv)
     if (inv)
       for (Index i = 0; i < v; ++i) C.row(i) *= inv[i];

@@ -776,6 +776,7 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
   Eigen::Map<Matrix> dwo(grad_at(grads, id_.wo), d, hdv);                 // dWo: (d, h*dv)
   Scalar* dbo = grad_at(grads, id_.bo);                                   // dbo: (d)
   c.dctx_.resize(rows, hdv);
+  if (rows == 0) return;  // no rows: nothing to add (and no column blocks of empty matrices)
   // dctx (B*n_q, h*dv) = G (B*n_q, d) Wo (d, h*dv)
   parallel_chunks(rows, double(wo.size()),
                   [&](Index r0, Index m) { c.dctx_.middleRows(r0, m).noalias() = dout.middleRows(r0, m) * wo; });
@@ -831,7 +832,7 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_fused(Cache& c, const attent
     }
     // Query rows past the last valid block are padding: dQ = 0 there.
     const Index done = std::min(nq, (std::max<Index>(lq, 1) + rows - 1) / rows * rows);
-    c.dqkv_.block(b * nq + done, a * g.dk, nq - done, g.dk).setZero();
+    if (nq > done) c.dqkv_.block(b * nq + done, a * g.dk, nq - done, g.dk).setZero();
     if (hist) fold_histogram(task_hist, slots);
   });
 }
@@ -898,8 +899,11 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
   using ConstMap = Eigen::Map<const Matrix>;
   using Map = Eigen::Map<Matrix>;
   const Index d = options_.d_model, hdk = Index(options_.heads) * dk_, hdv = Index(options_.heads) * dv_;
-  const Index nq_rows = c.batch_ * c.n_q_;
+  const Index nq_rows = c.batch_ * c.n_q_, nkv_rows = c.batch_ * c.n_kv_;
+  // With no rows a gradient term is zero: skipped, which also keeps column
+  // blocks of empty matrices (null data) out of the products.
   if (!c.cross_) {
+    if (nq_rows == 0) return;
     const Index rows = c.qkv_.cols();                      // 2h*dk + h*dv
     const ConstMap w(store_.value_data(id_.wq), rows, d);  // [Wq; Wk; Wv]: (rows, d)
     Map dw(grad_at(grads, id_.wq), rows, d);               // (rows, d)
@@ -920,15 +924,19 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     Scalar* db_q = grad_at(grads, id_.bq);
     Scalar* db_kv = grad_at(grads, id_.bk);
     // dWq[r0:r0+m] (m, d) += dq[:, r0:r0+m]^T (m, B*n_q) x_q (B*n_q, d); dbq += colsum
-    parallel_chunks(hdk, double(nq_rows) * double(d), [&](Index r0, Index m) {
-      dw_q.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;  // (m, d)
-      add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
-    });
+    if (nq_rows > 0) {
+      parallel_chunks(hdk, double(nq_rows) * double(d), [&](Index r0, Index m) {
+        dw_q.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;  // (m, d)
+        add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
+      });
+    }
     // d[Wk; Wv][r0:r0+m] (m, d_mem) += dkv[:, r0:r0+m]^T (m, B*n_kv) memory (B*n_kv, d_mem); d[bk, bv] += colsum
-    parallel_chunks(hdk + hdv, double(c.batch_ * c.n_kv_) * double(dm_kv_), [&](Index r0, Index m) {
-      dw_kv.middleRows(r0, m).noalias() += c.dkv_.middleCols(r0, m).transpose() * c.x_kv_;  // (m, d_mem)
-      add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
-    });
+    if (nkv_rows > 0) {
+      parallel_chunks(hdk + hdv, double(nkv_rows) * double(dm_kv_), [&](Index r0, Index m) {
+        dw_kv.middleRows(r0, m).noalias() += c.dkv_.middleCols(r0, m).transpose() * c.x_kv_;  // (m, d_mem)
+        add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
+      });
+    }
     Eigen::Ref<Matrix>& dmem = *dmemory;
     // dx_q (B*n_q, d) = dq (B*n_q, h*dk) Wq (h*dk, d)
     parallel_chunks(nq_rows, double(w_q.size()),
