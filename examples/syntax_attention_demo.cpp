@@ -13,7 +13,7 @@
 #include <synattn/build_info.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/tree/batch.hpp>
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 
 #include <algorithm>
 #include <cstdio>

@@ -15,7 +15,7 @@
 // file prints "FILE:LINE: reason" on stderr and exits 1; bad arguments print
 // the usage on stderr and exit 2.
 #include <synattn/build_info.hpp>
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 #include <synattn/tree/distance.hpp>
 #include <synattn/tree/stats.hpp>
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 
 namespace {
 

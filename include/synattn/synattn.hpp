@@ -15,7 +15,7 @@
 #include "tree/batch.hpp"
 #include "tree/subword.hpp"
 #include "tree/stats.hpp"
-#include "tree/conllu.hpp"
+#include "io/conllu.hpp"
 
 #include "io/npy.hpp"
 

@@ -487,7 +487,7 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
   AttentionOptions other = o;
   other.talking_heads_pre = true;
   Layer layer2(other);
-  CHECK_THROWS_WITH(layer2.backward(cache, x), Contains("filled by a layer of another shape"));
+  CHECK_THROWS_WITH(layer2.backward(cache, x), Contains("the cache was filled by a layer with"));
 
   // Cross-attention.
   CHECK_THROWS_WITH(layer.forward_cross(x, lengths, x, {3}, ok, cache), Contains("lengths_kv has 1"));

@@ -3,7 +3,7 @@
 // tree-metric laws.
 #include <catch2/catch.hpp>
 
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 #include <synattn/tree/distance.hpp>
 
 #include <cstdint>

@@ -10,12 +10,50 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "../matrix.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
+
+// What filled a cache: the shape and options of the layer's forward pass that
+// the backward pass relies on (buffer widths, bucket range, masking, the
+// parameters that exist). backward() compares it with its own layer's and
+// refuses a mismatch, so a cache handed to another layer cannot reach memory
+// it does not own. (The scalar type is fixed by the cache's type.)
+struct AttentionFingerprint {
+  int d_model = 0, heads = 0, key_size = 0, value_size = 0, memory_size = 0;
+  bool syntax_bias = false;
+  int num_buckets = 0;  // 0 without a syntax bias
+  bool per_head = false, causal = false, talking_heads_pre = false, talking_heads_post = false;
+  bool cross = false;
+
+  bool operator==(const AttentionFingerprint& o) const noexcept {
+    return d_model == o.d_model && heads == o.heads && key_size == o.key_size && value_size == o.value_size &&
+           memory_size == o.memory_size && syntax_bias == o.syntax_bias && num_buckets == o.num_buckets &&
+           per_head == o.per_head && causal == o.causal && talking_heads_pre == o.talking_heads_pre &&
+           talking_heads_post == o.talking_heads_post && cross == o.cross;
+  }
+  bool operator!=(const AttentionFingerprint& o) const noexcept { return !(*this == o); }
+
+  // "d_model 8, heads 2, key 4, value 4, memory 8, 5 buckets, shared table, causal, self-attention"
+  std::string describe() const {
+    std::string s = "d_model " + std::to_string(d_model) + ", heads " + std::to_string(heads) + ", key " +
+                    std::to_string(key_size) + ", value " + std::to_string(value_size) + ", memory " +
+                    std::to_string(memory_size);
+    if (syntax_bias)
+      s += ", " + std::to_string(num_buckets) + " buckets, " + (per_head ? "per-head" : "shared") + " table";
+    else
+      s += ", no syntax bias";
+    if (causal) s += ", causal";
+    if (talking_heads_pre) s += ", talking heads pre";
+    if (talking_heads_post) s += ", talking heads post";
+    s += cross ? ", cross-attention" : ", self-attention";
+    return s;
+  }
+};
 
 template <class Scalar>
 class SyntaxBiasedAttention;
@@ -54,6 +92,8 @@ class AttentionCache {
   // RandomStream on a layer with options.dropout > 0); backward() then draws
   // the same mask again from the stream kept here.
   bool dropout_applied() const noexcept { return dropout_; }
+  // The shape and options of the layer whose forward pass filled the cache.
+  const AttentionFingerprint& fingerprint() const noexcept { return fingerprint_; }
 
  private:
   friend class SyntaxBiasedAttention<Scalar>;
@@ -61,6 +101,7 @@ class AttentionCache {
   bool filled_ = false;
   bool inference_ = false;  // last used as infer()'s workspace: nothing to differentiate
   bool cross_ = false;
+  AttentionFingerprint fingerprint_;
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
   int heads_ = 0;
   std::vector<int> lengths_q_, lengths_kv_;

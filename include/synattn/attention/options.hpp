@@ -10,6 +10,10 @@
 
 namespace synattn {
 
+// Self-attention (keys and values from the queries' own tokens) or
+// cross-attention (from a separate memory).
+enum class AttentionKind { self, cross };
+
 // Set the fields, then construct the layer (which validates them):
 //
 //   AttentionOptions o(512, 8);          // d_model, heads
@@ -46,8 +50,14 @@ struct AttentionOptions {
   // with post-mixing talking heads the mixed probabilities are dropped.
   double dropout = 0.0;
 
-  // Check inputs and upstream gradients for NaN/inf (one read of each; cheap
-  // next to the products) and throw naming the offending element.
+  // NaN/inf policy (docs/math.md 4.5). On: forward passes refuse non-finite
+  // inputs and parameters (weights, biases, table, scale, talking-heads
+  // matrices), backward refuses a non-finite dout, and finite inputs outside
+  // the safe range (scores that could overflow: max|q| max|k| / sqrt(dk) +
+  // max|s T| > max(Scalar) / 4) are refused too; each throws synattn::Error
+  // naming the argument or parameter and the element. One read of each
+  // (cheap next to the products). Off: nothing is checked and a NaN anywhere
+  // propagates to the output rows that read it, as in PyTorch.
   bool check_finite = true;
 
   // Seed of the projection weights' initialisation (nn.Linear's default:

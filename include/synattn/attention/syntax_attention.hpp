@@ -27,6 +27,13 @@
 // the parameter gradients into the layer's gradient buffer (or a caller's, for
 // concurrent backward passes) and overwrites the input gradients.
 //
+// Non-finite values (docs/math.md 4.5): with options.check_finite (the
+// default) forward passes refuse NaN/inf inputs and parameters and finite
+// inputs outside the safe range, max|q_i| max|k_j| / sqrt(dk) + max|s T| <=
+// max(Scalar) / 4 per (sequence, head) (float: about 8.5e37, so |x| up to
+// ~1e18 with unit-scale weights), so a pass that returns has finite output.
+// Without checking a NaN anywhere propagates to the rows that read it.
+//
 // Work is split over (sequence, head) and over fixed row blocks of the
 // projections with OpenMP when available. Results are bit-identical for any
 // thread count: no task's arithmetic depends on the split, and cross-task sums
@@ -49,6 +56,7 @@
 #include "../util/random.hpp"
 #include "../util/simd_notice.hpp"
 #include "attention_cache.hpp"
+#include "blocks.hpp"
 #include "options.hpp"
 
 namespace synattn {
@@ -79,6 +87,8 @@ class SyntaxBiasedAttention {
   bool has_syntax_bias() const noexcept { return options_.syntax_bias; }
   // Size of the bias table's rows (0 without a syntax bias).
   int num_buckets() const noexcept { return options_.syntax_bias ? options_.bias.num_buckets() : 0; }
+  // What a cache filled by this layer records (see AttentionFingerprint).
+  AttentionFingerprint fingerprint(AttentionKind kind) const noexcept;
 
   // ---- Self-attention --------------------------------------------------
 
@@ -219,31 +229,26 @@ class SyntaxBiasedAttention {
     int table = -1, scale = -1, pre = -1, post = -1;
   };
 
+  static constexpr int kMaxHeadsOnStack = 64;  // forward's per-head scratch beyond this is on the heap
+
   static int require(int id, const char* what) {
     if (id < 0) throw Error(std::string("SyntaxBiasedAttention: no parameter ") + what);
     return id;
   }
 
-  // Validation (implementation file).
-  void check_lengths(const char* fn, const char* name, const std::vector<int>& lengths, Index n) const;
-  void check_tokens(const char* fn, const char* name, const Eigen::Ref<const Matrix>& x, Index batch, Index width,
-                    Index& n) const;
-  void check_buckets(const char* fn, const Eigen::Ref<const BucketBlock>& buckets, Index batch, Index n_q,
-                     Index n_kv) const;
-  void check_finite(const char* fn, const char* name, const Eigen::Ref<const Matrix>& m, Index n) const;
-  void check_backward(const char* fn, const Cache& cache, bool cross, const Eigen::Ref<const Matrix>& dout,
+  // Validation (implementation file; the checks: validation.hpp).
+  void check_backward(const char* fn, const Cache& cache, AttentionKind kind, const Eigen::Ref<const Matrix>& dout,
                       Index gradient_size) const;
-  static void check_output(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols);
-
-  // Computation (implementation file).
   Index check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                           const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols) const;
   void check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
                           const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
                           const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols, Index& n_q,
                           Index& n_kv) const;
-  void prepare_cache(Cache& cache, bool cross, bool training, Index batch, Index n_q, Index n_kv,
-                     const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
+
+  // Forward (implementation file).
+  void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q,
+                     Index n_kv, const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
   // Training forward passes; `dropout_stream` null: no dropout.
   void forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
@@ -254,11 +259,36 @@ class SyntaxBiasedAttention {
                           const RandomStream* dropout_stream) const;
   // Arms (or disarms) the cache's dropout for the next forward_core().
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
-  // x_kv is null for self-attention; `training` keeps P for backward().
-  void forward_core(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv,
-                    const Eigen::Ref<const BucketBlock>& buckets, bool training, Eigen::Ref<Matrix> out) const;
+  attention_detail::BlockGeometry geometry(const Cache& cache) const;
+  // x_kv is null for self-attention; a training pass keeps P for backward().
+  void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
+                    const Eigen::Ref<const Matrix>* x_kv,
+                    const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
+                    Eigen::Ref<Matrix> out) const;
+  void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
+  void attend_fused(Cache& cache, const attention_detail::BlockGeometry& g,
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table,
+                    attention_detail::Pass pass) const;
+  void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table) const;
+  void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
+
+  // Backward (implementation file).
   void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
                      Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
+  void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Scalar* gradients) const;
+  void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void input_projection_backward(Cache& cache, Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
+                                 Scalar* gradients) const;
+  void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g, Scalar* gradients) const;
+  // True when backward() accumulates bucket histograms (a learnable table or scale).
+  bool table_gradients() const noexcept {
+    return options_.syntax_bias && (options_.bias.table_learnable || options_.bias.scale_learnable);
+  }
+  // Histogram slots per copy: num_buckets() + 1 (slot 0: masked pairs), 0 without a bias.
+  Index histogram_slots() const noexcept { return options_.syntax_bias ? num_buckets() + 1 : 0; }
+
   BiasTableRef<Scalar> table_ref(Scalar* gradients, bool own_gradients) const;
   Scalar* grad_at(Scalar* gradients, int id) const;
 

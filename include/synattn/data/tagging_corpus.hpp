@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../tree/conllu.hpp"
+#include "../io/conllu.hpp"
 #include "../tree/dependency_tree.hpp"
 
 namespace synattn {

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
+#include <synattn/tree/conllu.hpp>  // the old path still compiles (a forwarding header)
 
 #include "support/test_data.hpp"
 

@@ -1,0 +1,278 @@
+// libFuzzer target for SyntaxBiasedAttention: a differential fuzzer (issue
+// 10 §3). Run from the checkout root:
+//   cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_attention &&
+//   tools/make_attention_seeds.sh build/fuzz/attention-seeds &&
+//   build/fuzz/fuzz/fuzz_attention -max_total_time=60 build/fuzz/attention-seeds
+//
+// The bytes choose a small layer (n <= 24, widths <= 32) and its inputs:
+// options (some invalid or beyond the scalar type), lengths and buckets
+// (including -1 and out-of-range values), causal masking, talking heads,
+// dropout, cross-attention, values from tame to NaN and 1e30, and a second
+// layer the cache is handed to. Checked:
+//   - nothing crashes (ASan/UBSan), and every refusal is synattn::Error
+//     (anything else escapes and libFuzzer reports it);
+//   - "tame" inputs (valid options, lengths and buckets, |values| <= 2) are
+//     never refused, and give finite outputs and gradients;
+//   - with check_finite on, a forward pass that returns has finite output;
+//   - the layer agrees with the naive loop reference of the tests
+//     (tests/attention/naive_attention.hpp) within the documented tolerance
+//     (docs/math.md 4.4: 1e-10 double, 1e-4 float, relative to max |want|);
+//   - backward with another layer's cache either works (same fingerprint) or
+//     throws synattn::Error.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <synattn/attention/syntax_attention.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "../tests/attention/naive_attention.hpp"
+
+namespace {
+
+using synattn::AttentionOptions;
+using synattn::Bucketing;
+using synattn::Index;
+using synattn::RowMajorMatrix;
+
+void require(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+struct Draw {
+  FuzzedDataProvider& in;
+  bool tame = true;  // every choice so far is valid and in the safe range
+
+  // A value: mostly in [-2, 2]; sometimes NaN, inf, or huge (no longer tame).
+  double value() {
+    const std::uint8_t kind = in.ConsumeIntegral<std::uint8_t>();
+    if (kind < 240) return (static_cast<double>(kind) - 120.0) / 60.0;
+    tame = false;
+    switch (kind % 6) {
+      case 0: return std::numeric_limits<double>::quiet_NaN();
+      case 1: return std::numeric_limits<double>::infinity();
+      case 2: return 1e20;
+      case 3: return -1e30;
+      case 4: return 3e38;
+      default: return 1e-40;
+    }
+  }
+  int small(int lo, int hi) { return in.ConsumeIntegralInRange<int>(lo, hi); }
+  bool flag() { return in.ConsumeBool(); }
+};
+
+AttentionOptions draw_options(Draw& d, bool cross) {
+  AttentionOptions o;
+  o.heads = d.small(1, 4);
+  o.key_size = d.small(1, 8);
+  o.value_size = d.small(1, 8);
+  o.d_model = d.small(1, 32);
+  if (cross) o.memory_size = d.small(1, 32);
+  o.syntax_bias = d.flag();
+  switch (d.small(0, 3)) {
+    case 0: o.bias.bucketing = Bucketing::linear(d.small(0, 12), d.flag()); break;
+    case 1: o.bias.bucketing = Bucketing::directed(d.small(0, 4)); break;
+    case 2: o.bias.bucketing = Bucketing::log(d.small(2, 16), d.small(20, 64)); break;
+    default: o.bias.bucketing = Bucketing::linear(d.small(0, 3)); break;
+  }
+  o.bias.per_head = d.flag();
+  o.bias.init = static_cast<synattn::TableInit>(d.small(0, 2));
+  o.bias.table_learnable = d.flag();
+  o.bias.scale_learnable = d.flag();
+  switch (d.small(0, 7)) {
+    case 0: o.bias.scale = 1e300; d.tame = false; break;
+    case 1: o.bias.decay = 1e39; d.tame = false; break;
+    case 2: o.bias.decay = -1; d.tame = false; break;
+    case 3: o.dropout = 1.0; d.tame = false; break;
+    default: o.bias.scale = d.small(-4, 4) * 0.5; o.bias.decay = d.small(0, 4) * 0.25; break;
+  }
+  if (d.flag()) o.dropout = d.small(0, 8) * 0.1;
+  o.causal = d.flag();
+  if (cross && o.causal) d.tame = false;  // refused: causal is self-attention only
+  o.talking_heads_pre = d.flag();
+  o.talking_heads_post = d.flag();
+  o.check_finite = d.small(0, 7) != 0;
+  if (!o.check_finite) d.tame = false;
+  o.seed = d.in.ConsumeIntegral<std::uint8_t>();
+  return o;
+}
+
+template <class Scalar>
+RowMajorMatrix<Scalar> draw_matrix(Draw& d, Index rows, Index cols) {
+  RowMajorMatrix<Scalar> m(rows, cols);
+  for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<Scalar>(d.value());
+  return m;
+}
+
+template <class Scalar>
+double max_abs(const RowMajorMatrix<Scalar>& m) {
+  return m.size() ? static_cast<double>(m.cwiseAbs().maxCoeff()) : 0.0;
+}
+
+// max over heads of max_i |q_i| max_j |k_j| / sqrt(dk) (Cauchy-Schwarz: a
+// bound on every score), in double from the layer's parameters.
+template <class Layer>
+double score_bound(const Layer& layer, const synattn_test::MatrixD& xq, const synattn_test::MatrixD& xkv) {
+  using synattn_test::MatrixD;
+  const MatrixD wq = layer.parameter("Wq").template cast<double>(), wk = layer.parameter("Wk").template cast<double>();
+  const MatrixD bq = layer.parameter("bq").template cast<double>(), bk = layer.parameter("bk").template cast<double>();
+  const MatrixD q = (xq * wq.transpose()).rowwise() + bq.row(0), k = (xkv * wk.transpose()).rowwise() + bk.row(0);
+  const int dk = layer.key_size();
+  double bound = 0;
+  for (int a = 0; a < layer.heads(); ++a) {
+    double mq = 0, mk = 0;
+    for (Index i = 0; i < q.rows(); ++i) mq = std::max(mq, q.row(i).segment(a * dk, dk).norm());
+    for (Index j = 0; j < k.rows(); ++j) mk = std::max(mk, k.row(j).segment(a * dk, dk).norm());
+    bound = std::max(bound, mq * mk / std::sqrt(double(dk)));
+  }
+  return bound;
+}
+
+template <class Scalar>
+void run(FuzzedDataProvider& in) {
+  using Layer = synattn::SyntaxBiasedAttention<Scalar>;
+  using Matrix = RowMajorMatrix<Scalar>;
+  Draw d{in};
+  const bool cross = d.flag();
+  AttentionOptions o;
+  try {
+    o = draw_options(d, cross);
+  } catch (const synattn::Error&) {  // a Bucketing factory refusing its arguments
+    return;
+  }
+  const int batch = d.small(0, 3);
+  // Rows per sequence; with no sequence there are no rows at all.
+  const int nq = batch ? d.small(0, 24 / batch) : 0;
+  const int nkv = cross ? (batch ? d.small(0, 24 / batch) : 0) : nq;
+  std::vector<int> lq(static_cast<std::size_t>(batch)), lkv(static_cast<std::size_t>(batch));
+  for (int b = 0; b < batch; ++b) {
+    lq[static_cast<std::size_t>(b)] = d.small(0, nq);
+    lkv[static_cast<std::size_t>(b)] = cross ? d.small(0, nkv) : lq[static_cast<std::size_t>(b)];
+    if (d.small(0, 31) == 0) {  // out of range
+      lq[static_cast<std::size_t>(b)] = d.flag() ? -1 : nq + 1;
+      d.tame = false;
+    }
+  }
+  const int nb = o.syntax_bias ? std::max(1, o.bias.num_buckets()) : 1;
+  synattn_test::BucketBlock buckets(Index(batch) * nq, nkv);
+  for (Index i = 0; i < buckets.size(); ++i) {
+    int v = d.small(-1, nb - 1);
+    if (d.small(0, 63) == 0) {  // out of range: -2 or num_buckets
+      v = d.flag() ? -2 : nb;
+      if (o.syntax_bias) d.tame = false;
+    }
+    buckets.data()[i] = static_cast<std::int8_t>(v);
+  }
+
+  // Construction: invalid options or options beyond Scalar are refused.
+  std::unique_ptr<Layer> owner;
+  try {
+    owner.reset(new Layer(o));
+  } catch (const synattn::Error&) {
+    require(!d.tame);
+    return;
+  }
+  Layer& layer = *owner;
+  // Parameters: the layer's own, sometimes one entry replaced by a fuzz value.
+  if (d.small(0, 7) == 0 && layer.parameter_count() > 0) {
+    const Index at = in.ConsumeIntegralInRange<Index>(0, layer.parameter_count() - 1);
+    layer.parameters()[at] = static_cast<Scalar>(d.value());
+  }
+  const Matrix x = draw_matrix<Scalar>(d, Index(batch) * nq, o.d_model);
+  const Matrix mem = draw_matrix<Scalar>(d, Index(batch) * nkv, layer.memory_size());
+  if (!cross && layer.memory_size() != o.d_model) d.tame = false;  // self-attention needs memory_size == d_model
+  const synattn::RandomStream stream(in.ConsumeIntegral<std::uint32_t>());
+  const bool training_dropout = d.flag();
+
+  // ---- ISA LOOP POINT ----------------------------------------------------
+  // To be wired after the kernel branch lands: run everything from here to
+  // the end of the loop once per synattn::kernels::supported_isas(), after
+  // synattn::kernels::set_isa(isa), so every vector kernel is held to the same
+  // reference and tolerance as the portable one. Today: the compiled-in one.
+  for (int isa_pass = 0; isa_pass < 1; ++isa_pass) {
+    typename Layer::Cache cache;
+    Matrix out(Index(batch) * nq, o.d_model);
+    try {
+      if (cross) {
+        if (training_dropout)
+          layer.forward_cross(x, lq, mem, lkv, buckets, cache, out, stream);
+        else
+          layer.forward_cross(x, lq, mem, lkv, buckets, cache, out);
+      } else if (training_dropout) {
+        layer.forward(x, lq, buckets, cache, out, stream);
+      } else {
+        layer.forward(x, lq, buckets, cache, out);
+      }
+    } catch (const synattn::Error&) {
+      require(!d.tame);
+      return;
+    }
+    if (o.check_finite) require(out.allFinite());
+    if (d.tame) require(out.allFinite());
+
+    // The naive reference (double, plain loops), on tame inputs (huge ones
+    // make near-ties whose winner depends on rounding).
+    const synattn_test::MatrixD xd = x.template cast<double>(), md = mem.template cast<double>();
+    const synattn_test::NaiveResult want = synattn_test::naive_attention(
+        layer, xd, lq, cross ? md : xd, lkv, buckets, training_dropout ? &stream : nullptr);
+    if (d.tame) {
+      // docs/math.md 4.4's tolerance, for float scaled by the largest score
+      // the inputs allow (a score's rounding error grows with its size;
+      // the golden cases' scores are O(10)).
+      const double scores = score_bound(layer, xd, cross ? md : xd);
+      const double tol = sizeof(Scalar) == sizeof(double) ? 1e-10 : 1e-4 * std::max(1.0, scores / 16);
+      const double err = out.size() ? (out.template cast<double>() - want.out).cwiseAbs().maxCoeff() : 0.0;
+      require(err <= tol * std::max(1.0, max_abs<double>(want.out)));
+    }
+
+    // Backward through this layer's cache.
+    const Matrix dout = Matrix::Constant(out.rows(), out.cols(), Scalar(0.5));
+    Matrix dx(x.rows(), x.cols()), dmem(mem.rows(), mem.cols());
+    try {
+      if (cross)
+        layer.backward_cross(cache, dout, dx, dmem);
+      else
+        layer.backward(cache, dout, dx);
+    } catch (const synattn::Error&) {
+      require(!d.tame);
+      return;
+    }
+    if (d.tame) require(dx.allFinite() && layer.gradients().allFinite() && (!cross || dmem.allFinite()));
+
+    // The same cache handed to another layer: refused unless the shapes and
+    // options match, never a memory error.
+    try {
+      Draw d2{in};  // its own tameness: the second layer's options may be anything
+      AttentionOptions o2 = draw_options(d2, cross);
+      if (d.flag()) o2 = o;  // sometimes the very same options
+      Layer other(o2);
+      Matrix dx2(x.rows(), o2.d_model), dmem2(mem.rows(), other.memory_size());
+      const bool same = other.fingerprint(cross ? synattn::AttentionKind::cross : synattn::AttentionKind::self) ==
+                        cache.fingerprint();
+      try {
+        if (cross)
+          other.backward_cross(cache, dout, dx2, dmem2);
+        else
+          other.backward(cache, dout, dx2);
+      } catch (const synattn::Error&) {
+        if (same && d.tame && dout.cols() == o2.d_model) require(false);
+      }
+    } catch (const synattn::Error&) {
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  if (in.ConsumeBool())
+    run<double>(in);
+  else
+    run<float>(in);
+  return 0;
+}

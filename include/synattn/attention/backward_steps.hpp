@@ -1,0 +1,210 @@
+// synattn — the steps of the attention layer's backward pass on one
+// (sequence, head) block, reversing forward_steps.hpp, as functions of
+// explicit arguments. With dctx = dL/dctx of head a:
+//
+//   dP~ = dctx V^T, dV = P~^T dctx               context_backward
+//     [dropout] P' = P~ * mask/(1-p) redrawn: dV = P'^T dctx, dP~ = dP' * mask/(1-p)
+//   <p_i, dp_i> = <dctx_i, ctx_i>                row_dots
+//   [talking heads] dM += dY X^T, dX = M^T dY    mix_backward (per sequence)
+//   dS = P * (dP - <p, dp>), bucket sums of dS   softmax_backward_block (kernel)
+//   dQ = dS K / sqrt(dk), dK = dS^T Q / sqrt(dk) score_backward
+//   per-task partials summed in task order       fold_histogram, reduce_table_gradient,
+//                                                reduce_mix_gradient
+//
+// Each block step works on query rows [r0, r0 + m); padding rows get zero
+// gradients. No step allocates.
+#ifndef SYNATTN_ATTENTION_BACKWARD_STEPS_HPP
+#define SYNATTN_ATTENTION_BACKWARD_STEPS_HPP
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../bias/bias_table.hpp"
+#include "../kernels/attention_rows.hpp"
+#include "../kernels/dropout_rows.hpp"
+#include "../matrix.hpp"
+#include "blocks.hpp"
+#include "forward_steps.hpp"
+
+namespace synattn {
+namespace attention_detail {
+
+// dP~ rows [r0, r0 + m) (m, n_kv) = dctx (v, dv) V^T (dv, lk) on the valid
+// corner (0 elsewhere); dV (n_kv, dv) = or += P~[r0:r0+m]^T (lk, v) dctx (v, dv)
+// (`acc`: add for a later row block of the same task).
+//
+// With dropout (`dropped`: an (m, n_kv) scratch block, and `mask`; else both
+// null) the forward used P' = P~ * mask / (1 - p), so dV uses P' (redrawn
+// into `dropped`) and dP' = dctx V^T goes back through the mask:
+// dP~ = dP' * mask / (1 - p), in place.
+template <class Scalar>
+void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const RowMajorMatrix<Scalar>> P,
+                      const RowMajorMatrix<Scalar>& dctx, const RowMajorMatrix<Scalar>& kvsrc,
+                      RowMajorMatrix<Scalar>& dkvsrc, const BlockGeometry& g, Index b, int a, Index r0,
+                      Accumulate acc, Scalar* dropped, const DropoutMask<Scalar>* mask) {
+  const Index m = dP.rows(), nkv = g.n_kv, dv = g.dv, v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  const bool add = acc == Accumulate::add;
+  // Blocks are formed only when non-empty (a block of an empty matrix at a
+  // column offset is arithmetic on a null pointer; found by fuzz_attention).
+  if (nkv == 0) {
+    dP.bottomRows(m - v).setZero();
+    return;
+  }
+  auto dV = dkvsrc.block(b * nkv, g.v_off + a * dv, nkv, dv);        // (n_kv, dv)
+  if (m == 0) {
+    if (!add) dV.setZero();
+    return;
+  }
+  if (v > 0 && lk > 0) {
+    const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);       // (v, dv)
+    const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
+    dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk): dP', or dP~ without dropout
+    if (dropped) {
+      // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
+      const std::uint64_t first = static_cast<std::uint64_t>(((b * g.heads + a) * g.n_q + r0) * nkv);
+      kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, *mask->stream, first,
+                                    static_cast<std::uint64_t>(nkv), mask->threshold, mask->keep_scale);  // P' (v, lk)
+      kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, *mask->stream, first,
+                                    static_cast<std::uint64_t>(nkv), mask->threshold, mask->keep_scale);  // dP~ (v, lk)
+    }
+    // (m, n_kv): the P that multiplied V.
+    const Eigen::Map<const RowMajorMatrix<Scalar>> Pd(dropped ? dropped : P.data(), m, nkv);
+    if (add)
+      dV.topRows(lk).noalias() += Pd.topLeftCorner(v, lk).transpose() * dC;  // (lk, dv)
+    else
+      dV.topRows(lk).noalias() = Pd.topLeftCorner(v, lk).transpose() * dC;   // (lk, dv)
+  } else if (!add) {
+    dV.topRows(lk).setZero();
+  }
+  dP.topRightCorner(v, nkv - lk).setZero();
+  dP.bottomRows(m - v).setZero();
+  if (!add) dV.bottomRows(nkv - lk).setZero();
+}
+
+// dots[i] (v) = <p_i, dp_i> = <dctx_i, ctx_i> (dv each) for the valid rows of
+// [r0, r0 + m) of head a: since ctx_i = sum_j p_ij v_j and dp_ij = <dctx_i,
+// v_j>, dv products per row instead of n_kv. Dropout keeps it: with m_ij =
+// M_ij / (1 - p), dp_ij = m_ij <dctx_i, v_j> and sum_j p_ij m_ij v_j = ctx_i
+// (= P' V), so sum_j p_ij dp_ij = <dctx_i, ctx_i> still.
+template <class Scalar>
+void row_dots(Scalar* dots, const RowMajorMatrix<Scalar>& dctx, const RowMajorMatrix<Scalar>& ctx,
+              const BlockGeometry& g, Index b, int a, Index r0, Index m) {
+  const Index v = g.valid_rows(b, r0, m), dv = g.dv;
+  for (Index i = 0; i < v; ++i)
+    dots[i] = dctx.row(b * g.n_q + r0 + i).segment(a * dv, dv).dot(ctx.row(b * g.n_q + r0 + i).segment(a * dv, dv));
+}
+
+// dS (m, n_kv) = P * (dP - <p_i, dp_i>) for query rows [r0, r0 + m) of block
+// (b, a), in place of dP (the kernel computes <p_i, dp_i> itself unless
+// `dots` (m) gives it); padding rows become 0. With `hist` (kHistogramCopies x
+// slots, slot 0 the masked pairs') the bucket sums of dS are added to it.
+// `probs` is the (B * h * n_q, n_kv) probabilities buffer, `buckets` the
+// cache's (B * n_q, n_kv) block (null without a syntax bias).
+template <class Scalar>
+void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const RowMajorMatrix<Scalar>& probs,
+                            const std::int8_t* buckets, Scalar* hist, int slots, const BlockGeometry& g, Index b,
+                            int a, Index r0, const Scalar* dots) {
+  const Index m = dS.rows(), nkv = g.n_kv, v = g.valid_rows(b, r0, m);
+  const Scalar* P = probs.data() + ((b * g.heads + a) * g.n_q + r0) * nkv;  // (m, n_kv)
+  kernels::softmax_backward<Scalar>(P, nkv, dS.data(), nkv, bucket_row(buckets, nkv, b * g.n_q + r0), nkv, v, g.lk(b),
+                                    g.causal_row0(r0), nkv, hist, slots, slots, dots);
+  dS.bottomRows(m - v).setZero();
+}
+
+// dQ rows [r0, r0 + m) (m, dk) = dR (v, lk) K (lk, dk) / sqrt(dk); dK (n_kv, dk)
+// = or += dR^T (lk, v) Q[r0:r0+m] (v, dk) / sqrt(dk) (`acc`: add for a later
+// row block of the same task). 0 on padding rows and keys.
+template <class Scalar>
+void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorMatrix<Scalar>& qsrc,
+                    const RowMajorMatrix<Scalar>& kvsrc, RowMajorMatrix<Scalar>& dqsrc, RowMajorMatrix<Scalar>& dkvsrc,
+                    const BlockGeometry& g, Index b, int a, Index r0, Scalar inv_sqrt_dk, Accumulate acc) {
+  const Index m = dR.rows(), nkv = g.n_kv, dk = g.dk, v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  const bool add = acc == Accumulate::add;
+  // Blocks are formed only when non-empty (see context_backward).
+  if (m == 0) {
+    if (!add && nkv > 0) dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk).setZero();
+    return;
+  }
+  auto dQ = dqsrc.block(b * g.n_q + r0, a * dk, m, dk);            // (m, dk)
+  if (nkv == 0) {
+    dQ.setZero();
+    return;
+  }
+  auto dK = dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk);      // (n_kv, dk)
+  if (v > 0 && lk > 0) {
+    const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);      // (v, dk)
+    const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk); // (lk, dk)
+    dQ.topRows(v).noalias() = (dR.topLeftCorner(v, lk) * inv_sqrt_dk) * K;  // (v, dk)
+    if (add)
+      dK.topRows(lk).noalias() += (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk) * Q;  // (lk, dk)
+    else
+      dK.topRows(lk).noalias() = (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk) * Q;   // (lk, dk)
+  } else {
+    dQ.topRows(v).setZero();
+    if (!add) dK.topRows(lk).setZero();
+  }
+  dQ.bottomRows(m - v).setZero();
+  if (!add) dK.bottomRows(nkv - lk).setZero();
+}
+
+// Talking-heads adjoint for sequence b, for Y = M X: the partial dM (h, h) =
+// dY_b (h, n_q*n_kv) X_b^T (n_q*n_kv, h), written to `dM` (summed over
+// sequences later, in order), and dX_b (h, n_q*n_kv) = M^T (h, h) dY_b.
+template <class Scalar>
+void mix_backward(Eigen::Map<const RowMajorMatrix<Scalar>> M, const RowMajorMatrix<Scalar>& dy,
+                  const RowMajorMatrix<Scalar>& xin, RowMajorMatrix<Scalar>& dx, Scalar* dM_partial,
+                  const BlockGeometry& g, Index b) {
+  const Index H = g.heads, len = g.block_size();
+  Eigen::Map<const RowMajorMatrix<Scalar>> dY(dy.data() + b * H * len, H, len);  // (h, n_q*n_kv)
+  Eigen::Map<const RowMajorMatrix<Scalar>> X(xin.data() + b * H * len, H, len);  // (h, n_q*n_kv)
+  Eigen::Map<RowMajorMatrix<Scalar>> dX(dx.data() + b * H * len, H, len);        // (h, n_q*n_kv)
+  Eigen::Map<RowMajorMatrix<Scalar>> dM(dM_partial, H, H);                       // (h, h)
+  dM.noalias() = dY * X.transpose();
+  dX.noalias() = M.transpose() * dY;
+}
+
+// One task's histogram (kHistogramCopies interleaved copies of `slots`
+// values, see kernels::softmax_backward): copy 0 (slots) += copies 1.. in a
+// fixed order.
+template <class Scalar>
+void fold_histogram(Scalar* hist, Index slots) {
+  for (int k = 1; k < kernels::kHistogramCopies; ++k)
+    for (Index s = 0; s < slots; ++s) hist[s] += hist[k * slots + s];
+}
+
+// Table and scale gradients from the per-task histograms `hist` (B * h rows,
+// copy 0 folded): for each table row r, acc (slots) = sum over tasks (b, a)
+// whose head reads row r, in task order, then dT[r] += s acc[1:], ds += <T[r],
+// acc[1:]> (BiasTableRef::apply_histogram).
+template <class Scalar>
+void reduce_table_gradient(const BiasTableRef<Scalar>& table, const RowMajorMatrix<Scalar>& hist,
+                           const BlockGeometry& g, Index slots) {
+  Scalar acc[kMaxTableBuckets + 1];
+  for (int r = 0; r < table.rows(); ++r) {
+    std::fill(acc, acc + slots, Scalar(0));
+    for (Index b = 0; b < g.batch; ++b)
+      for (int a = 0; a < g.heads; ++a)
+        if (table.row_of(a) == r) {
+          const Scalar* h = hist.data() + (b * g.heads + a) * hist.cols();
+          for (Index s = 0; s < slots; ++s) acc[s] += h[s];
+        }
+    table.apply_histogram(r, acc);  // head r reads row r (per head) or row 0 (shared)
+  }
+}
+
+// dM (h, h) += sum over sequences b, in order, of the partials (h, h) at
+// `partials` row b, offset `slot` * h * h.
+template <class Scalar>
+void reduce_mix_gradient(Eigen::Map<RowMajorMatrix<Scalar>> dM, const RowMajorMatrix<Scalar>& partials, int slot,
+                         const BlockGeometry& g) {
+  const Index H = g.heads;
+  for (Index b = 0; b < g.batch; ++b)
+    dM += Eigen::Map<const RowMajorMatrix<Scalar>>(partials.data() + b * partials.cols() + slot * H * H, H, H);
+}
+
+}  // namespace attention_detail
+}  // namespace synattn
+
+#endif  // SYNATTN_ATTENTION_BACKWARD_STEPS_HPP

@@ -1,0 +1,128 @@
+// synattn — the steps of the attention layer's forward pass on one (sequence,
+// head) block, as functions of explicit arguments (SPEC §4):
+//
+//   S = Q K^T / sqrt(dk)                    attention_scores
+//   e = exp(S + s T[bucket] - max), masked  softmax_numerators_block (kernel)
+//   [talking heads] X_b <- M X_b            mix_heads
+//   [dropout] P' = P * mask / (1 - p)       dropout_block (kernel)
+//   ctx = P V                               context_forward
+//
+// Each works on query rows [r0, r0 + m) of block (b, a); only the valid
+// (real-query) rows and the visible keys are computed, padding rows are
+// written as zeros. No step allocates. The layer (syntax_attention_impl.hpp)
+// calls them inside its parallel loops.
+#ifndef SYNATTN_ATTENTION_FORWARD_STEPS_HPP
+#define SYNATTN_ATTENTION_FORWARD_STEPS_HPP
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../bias/bias_table.hpp"
+#include "../kernels/attention_rows.hpp"
+#include "../kernels/dropout_rows.hpp"
+#include "../matrix.hpp"
+#include "../util/random.hpp"
+#include "blocks.hpp"
+
+namespace synattn {
+namespace attention_detail {
+
+// The dropout of one pass: element (b, a, i, j) of the probabilities' layout
+// is kept iff stream.keep(((b * h + a) * n_q + i) * n_kv + j, threshold), and
+// kept ones are multiplied by keep_scale = 1 / (1 - p).
+template <class Scalar>
+struct DropoutMask {
+  const RandomStream* stream = nullptr;
+  std::uint32_t threshold = 0;
+  Scalar keep_scale = 1;
+};
+
+// S (m, n_kv) = Q[r0:r0+m] (v, dk) K^T (dk, lk) / sqrt(dk) on the valid
+// (v, lk) corner; keys past the length are left to the softmax, which zeroes
+// them, and padding rows to softmax_numerators_block.
+template <class Scalar>
+void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix<Scalar>& qsrc,
+                      const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
+                      Scalar inv_sqrt_dk) {
+  const Index m = S.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  // Blocks are formed only when non-empty: a block of an empty matrix at a
+  // column offset is arithmetic on a null pointer (UBSan, found by fuzz_attention).
+  if (v <= 0 || lk <= 0) return;
+  const auto Q = qsrc.block(b * g.n_q + r0, a * g.dk, v, g.dk);            // (v, dk)
+  const auto K = kvsrc.block(b * g.n_kv, g.k_off + a * g.dk, lk, g.dk);    // (lk, dk)
+  S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk) * K.transpose();  // (v, lk)
+}
+
+// Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in
+// place: e_ij = exp(S_ij + s T[a, bucket_ij] - max_i), 0 where masked; inv[i]
+// (m) = 1 / sum_j e_ij, 0 on padding rows and rows with no visible key.
+// `buckets` is the whole (B * n_q, n_kv) block with leading dimension ldb and
+// `table` the layer's table, both null without a syntax bias.
+template <class Scalar>
+void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
+                              const BiasTableRef<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
+                              Scalar* inv) {
+  const Index m = S.rows(), v = g.valid_rows(b, r0, m);
+  // shifted[0] = -inf (bucket -1, the mask), shifted[k + 1] = s * T[a, k].
+  Scalar shifted[kMaxTableBuckets + 1];
+  if (table) table->shifted_row(a, shifted);
+  const int slots = table ? table->num_buckets() + 1 : 0;
+  kernels::softmax_numerators<Scalar>(S.data(), g.n_kv, table ? bucket_row(buckets, ldb, b * g.n_q + r0) : nullptr,
+                                      table ? ldb : 0, table ? shifted : nullptr, slots, v, g.lk(b),
+                                      g.causal_row0(r0), g.n_kv, inv);
+  std::fill(inv + v, inv + m, Scalar(0));
+  S.bottomRows(m - v).setZero();
+}
+
+// ctx rows [r0, r0 + m) of head a (m, dv) = P (v, lk) V (lk, dv) on the
+// valid corner, 0 on padding rows. With `inv`, P holds numerators and each
+// row of the (v, dv) result is scaled afterwards (m x dv multiplies instead of
+// m x n_kv).
+template <class Scalar>
+void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatrix<Scalar>> P,
+                     const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
+                     const Scalar* inv) {
+  const Index m = P.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b), dv = g.dv;
+  if (m == 0) return;                                                  // (no rows: ctx may be empty)
+  auto C = ctx.block(b * g.n_q + r0, a * dv, m, dv);                   // (m, dv)
+  if (v > 0 && lk > 0) {
+    const auto V = kvsrc.block(b * g.n_kv, g.v_off + a * dv, lk, dv);  // (lk, dv)
+    C.topRows(v).noalias() = P.topLeftCorner(v, lk) * V;  // (v, dv)
+    if (inv)
+      for (Index i = 0; i < v; ++i) C.row(i) *= inv[i];
+  } else {
+    C.topRows(v).setZero();
+  }
+  C.bottomRows(m - v).setZero();
+}
+
+// Dropout of query rows [r0, r0 + m) of block `task` = (b, a): dst = src *
+// mask / (1 - p) on the valid (v, lk) corner, the only part context_forward
+// reads (both (m, n_kv) with leading dimension n_kv; dst may be src). The
+// counters are the elements' indices in the probabilities' layout.
+template <class Scalar>
+void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& mask, const BlockGeometry& g,
+                   Index task, Index r0, Index m) {
+  const Index b = task / g.heads;
+  const std::uint64_t first = static_cast<std::uint64_t>((task * g.n_q + r0) * g.n_kv);
+  kernels::dropout_rows<Scalar>(dst, g.n_kv, src, g.n_kv, g.valid_rows(b, r0, m), g.lk(b), *mask.stream, first,
+                                static_cast<std::uint64_t>(g.n_kv), mask.threshold, mask.keep_scale);
+}
+
+// Talking heads: dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv), every
+// head's block of sequence b mixed by M.
+template <class Scalar>
+void mix_heads(Eigen::Map<const RowMajorMatrix<Scalar>> M, const RowMajorMatrix<Scalar>& src,
+               RowMajorMatrix<Scalar>& dst, const BlockGeometry& g, Index b) {
+  const Index H = g.heads, len = g.block_size();
+  Eigen::Map<const RowMajorMatrix<Scalar>> s(src.data() + b * H * len, H, len);  // (h, n_q*n_kv)
+  Eigen::Map<RowMajorMatrix<Scalar>> d(dst.data() + b * H * len, H, len);        // (h, n_q*n_kv)
+  d.noalias() = M * s;
+}
+
+}  // namespace attention_detail
+}  // namespace synattn
+
+#endif  // SYNATTN_ATTENTION_FORWARD_STEPS_HPP
