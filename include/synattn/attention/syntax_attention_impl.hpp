@@ -601,7 +601,8 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
     const Index m = S.rows(), v = valid_rows(b, r0, m), lk = lk_of(b);
     const auto Q = qsrc.block(b * nq + r0, a * dk, v, dk);
     const auto K = kvsrc.block(b * nkv, k_off + a * dk, lk, dk);
-    if (v > 0 && lk > 0) kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs, kernels::Accumulate::no, inv_sqrt_dk_);
+    if (v > 0 && lk > 0) kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs,
+                                                  kernels::Accumulate::no, inv_sqrt_dk_);
   };
   // Bias, mask and softmax numerators of the valid rows of S, in place;
   // inv[i] = 1 / row sum (0 on padding rows and rows with no visible key).
@@ -829,11 +830,13 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   Scalar* dbo = grad_at(grads, id_.bo);     // dbo: (d)
   c.dctx_.resize(B * nq, hdv);
   // dctx (B*n_q, h*dv) = G (B*n_q, d) Wo (d, h*dv)
-  parallel_chunks(B * nq, double(wo.size()),
-                  [&](Index r0, Index m) { kernels::product<Scalar>(c.dctx_.middleRows(r0, m), dout.middleRows(r0, m), wo); });
+  parallel_chunks(B * nq, double(wo.size()), [&](Index r0, Index m) {
+    kernels::product<Scalar>(c.dctx_.middleRows(r0, m), dout.middleRows(r0, m), wo);
+  });
   // dWo[r0:r0+m] (m, h*dv) += G[:, r0:r0+m]^T (m, B*n_q) ctx (B*n_q, h*dv); dbo[r0:r0+m] += colsum
   parallel_chunks(d, double(B * nq) * double(hdv), [&](Index r0, Index m) {
-    kernels::product<Scalar>(dwo.middleRows(r0, m), dout.middleCols(r0, m), c.ctx_, kernels::Transpose::lhs, kernels::Accumulate::yes);
+    kernels::product<Scalar>(dwo.middleRows(r0, m), dout.middleCols(r0, m), c.ctx_, kernels::Transpose::lhs,
+                             kernels::Accumulate::yes);
     add_row_sums(dout.middleCols(r0, m), dbo + r0);
   });
 
@@ -878,7 +881,8 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     const auto V = kvsrc.block(b * nkv, v_off + a * dv, lk, dv);  // (lk, dv)
     auto dV = dkvsrc.block(b * nkv, v_off + a * dv, nkv, dv);     // (n_kv, dv)
     if (v > 0 && lk > 0) {
-      kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V, kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
+      // (v, lk): dP', or dP~ without dropout
+      kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V, kernels::Transpose::rhs);
       if (dropped) {
         // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
         const std::uint64_t first = static_cast<std::uint64_t>(((b * H + a) * nq + r0) * nkv);
@@ -889,9 +893,11 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
       }
       const ConstBlockMap Pd(dropped ? dropped : P.data(), m, nkv);  // (m, n_kv): the P that multiplied V
       if (accumulate)
-        kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs, kernels::Accumulate::yes);  // (lk, dv)
+        kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs,
+                                 kernels::Accumulate::yes);  // (lk, dv)
       else
-        kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs, kernels::Accumulate::no);
+        kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs,
+                                 kernels::Accumulate::no);
     } else if (!accumulate) {
       dV.topRows(lk).setZero();
     }
@@ -919,11 +925,14 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     auto dQ = dqsrc.block(b * nq + r0, a * dk, m, dk);            // (m, dk)
     auto dK = dkvsrc.block(b * nkv, k_off + a * dk, nkv, dk);     // (n_kv, dk)
     if (v > 0 && lk > 0) {
-      kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none, kernels::Accumulate::no, inv_sqrt_dk_);  // (v, dk)
+      kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none,
+                               kernels::Accumulate::no, inv_sqrt_dk_);  // (v, dk)
       if (accumulate)
-        kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::yes, inv_sqrt_dk_);  // (lk, dk)
+        kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs,
+                                 kernels::Accumulate::yes, inv_sqrt_dk_);  // (lk, dk)
       else
-        kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::no, inv_sqrt_dk_);
+        kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs,
+                                 kernels::Accumulate::no, inv_sqrt_dk_);
     } else {
       dQ.topRows(v).setZero();
       if (!accumulate) dK.topRows(lk).setZero();
@@ -1029,12 +1038,14 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     Scalar* db = grad_at(grads, id_.bq);
     // dW[r0:r0+m] (m, d) += dqkv[:, r0:r0+m]^T (m, B*n) x (B*n, d); db += colsum
     parallel_chunks(rows, double(B * nq) * double(d), [&](Index r0, Index m) {
-      kernels::product<Scalar>(dw.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs, kernels::Accumulate::yes);
+      kernels::product<Scalar>(dw.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
+                               kernels::Accumulate::yes);
       add_row_sums(c.dqkv_.middleCols(r0, m), db + r0);
     });
     // dx (B*n, d) = dqkv (B*n, rows) [Wq; Wk; Wv] (rows, d)
-    parallel_chunks(B * nq, double(w.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w); });
+    parallel_chunks(B * nq, double(w.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w);
+    });
   } else {
     const ConstMap w_q(store_.value_data(id_.wq), hdk, d);              // Wq: (h*dk, d)
     const ConstMap w_kv(store_.value_data(id_.wk), hdk + hdv, dm_kv_);  // [Wk; Wv]: (h*dk + h*dv, d_mem)
@@ -1043,18 +1054,22 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     Scalar* db_q = grad_at(grads, id_.bq);
     Scalar* db_kv = grad_at(grads, id_.bk);
     parallel_chunks(hdk, double(B * nq) * double(d), [&](Index r0, Index m) {
-      kernels::product<Scalar>(dw_q.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs, kernels::Accumulate::yes);  // (m, d)
+      kernels::product<Scalar>(dw_q.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
+                               kernels::Accumulate::yes);  // (m, d)
       add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
     });
     parallel_chunks(hdk + hdv, double(B * nkv) * double(dm_kv_), [&](Index r0, Index m) {
-      kernels::product<Scalar>(dw_kv.middleRows(r0, m), c.dkv_.middleCols(r0, m), c.x_kv_, kernels::Transpose::lhs, kernels::Accumulate::yes);  // (m, d_mem)
+      kernels::product<Scalar>(dw_kv.middleRows(r0, m), c.dkv_.middleCols(r0, m), c.x_kv_, kernels::Transpose::lhs,
+                               kernels::Accumulate::yes);  // (m, d_mem)
       add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
     });
     Eigen::Ref<Matrix>& dmem = *dmemory;
-    parallel_chunks(B * nq, double(w_q.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w_q); });
-    parallel_chunks(B * nkv, double(w_kv.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dmem.middleRows(r0, m), c.dkv_.middleRows(r0, m), w_kv); });
+    parallel_chunks(B * nq, double(w_q.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w_q);
+    });
+    parallel_chunks(B * nkv, double(w_kv.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dmem.middleRows(r0, m), c.dkv_.middleRows(r0, m), w_kv);
+    });
   }
 
   // ---- 4. Reductions of per-task partials, in task order ----
