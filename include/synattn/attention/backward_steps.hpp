@@ -60,7 +60,7 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
   if (v > 0 && lk > 0) {
     const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);       // (v, dv)
     const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
-    dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk): dP', or dP~ without dropout
+    kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V, kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
     if (dropped) {
       // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
       const std::uint64_t first = static_cast<std::uint64_t>(((b * g.heads + a) * g.n_q + r0) * nkv);
@@ -72,9 +72,9 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
     // (m, n_kv): the P that multiplied V.
     const Eigen::Map<const RowMajorMatrix<Scalar>> Pd(dropped ? dropped : P.data(), m, nkv);
     if (add)
-      dV.topRows(lk).noalias() += Pd.topLeftCorner(v, lk).transpose() * dC;  // (lk, dv)
+      kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs, kernels::Accumulate::yes);  // (lk, dv)
     else
-      dV.topRows(lk).noalias() = Pd.topLeftCorner(v, lk).transpose() * dC;   // (lk, dv)
+      kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs);  // (lk, dv)
   } else if (!add) {
     dV.topRows(lk).setZero();
   }
@@ -136,11 +136,14 @@ void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorM
   if (v > 0 && lk > 0) {
     const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);      // (v, dk)
     const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk); // (lk, dk)
-    dQ.topRows(v).noalias() = (dR.topLeftCorner(v, lk) * inv_sqrt_dk) * K;  // (v, dk)
+    kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none, kernels::Accumulate::no,
+                     inv_sqrt_dk);  // (v, dk)
     if (add)
-      dK.topRows(lk).noalias() += (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk) * Q;  // (lk, dk)
+      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::yes,
+                       inv_sqrt_dk);  // (lk, dk)
     else
-      dK.topRows(lk).noalias() = (dR.topLeftCorner(v, lk).transpose() * inv_sqrt_dk) * Q;   // (lk, dk)
+      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::no,
+                       inv_sqrt_dk);  // (lk, dk)
   } else {
     dQ.topRows(v).setZero();
     if (!add) dK.topRows(lk).setZero();
@@ -161,8 +164,8 @@ void mix_backward(Eigen::Map<const RowMajorMatrix<Scalar>> M, const RowMajorMatr
   Eigen::Map<const RowMajorMatrix<Scalar>> X(xin.data() + b * H * len, H, len);  // (h, n_q*n_kv)
   Eigen::Map<RowMajorMatrix<Scalar>> dX(dx.data() + b * H * len, H, len);        // (h, n_q*n_kv)
   Eigen::Map<RowMajorMatrix<Scalar>> dM(dM_partial, H, H);                       // (h, h)
-  dM.noalias() = dY * X.transpose();
-  dX.noalias() = M.transpose() * dY;
+  kernels::product<Scalar>(dM, dY, X, kernels::Transpose::rhs);
+  kernels::product<Scalar>(dX, M, dY, kernels::Transpose::lhs);
 }
 
 // One task's histogram (kHistogramCopies interleaved copies of `slots`

@@ -22,6 +22,7 @@
 #include "../bias/bias_table.hpp"
 #include "../kernels/attention_rows.hpp"
 #include "../kernels/dropout_rows.hpp"
+#include "../kernels/product.hpp"
 #include "../matrix.hpp"
 #include "../util/random.hpp"
 #include "blocks.hpp"
@@ -52,7 +53,7 @@ void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix
   if (v <= 0 || lk <= 0) return;
   const auto Q = qsrc.block(b * g.n_q + r0, a * g.dk, v, g.dk);            // (v, dk)
   const auto K = kvsrc.block(b * g.n_kv, g.k_off + a * g.dk, lk, g.dk);    // (lk, dk)
-  S.topLeftCorner(v, lk).noalias() = (Q * inv_sqrt_dk) * K.transpose();  // (v, lk)
+  kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs, kernels::Accumulate::no, inv_sqrt_dk);  // (v, lk)
 }
 
 // Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in
@@ -89,7 +90,7 @@ void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatri
   auto C = ctx.block(b * g.n_q + r0, a * dv, m, dv);                   // (m, dv)
   if (v > 0 && lk > 0) {
     const auto V = kvsrc.block(b * g.n_kv, g.v_off + a * dv, lk, dv);  // (lk, dv)
-    C.topRows(v).noalias() = P.topLeftCorner(v, lk) * V;  // (v, dv)
+    kernels::product<Scalar>(C.topRows(v), P.topLeftCorner(v, lk), V);  // (v, dv)
     if (inv)
       for (Index i = 0; i < v; ++i) C.row(i) *= inv[i];
   } else {
@@ -119,7 +120,7 @@ void mix_heads(Eigen::Map<const RowMajorMatrix<Scalar>> M, const RowMajorMatrix<
   const Index H = g.heads, len = g.block_size();
   Eigen::Map<const RowMajorMatrix<Scalar>> s(src.data() + b * H * len, H, len);  // (h, n_q*n_kv)
   Eigen::Map<RowMajorMatrix<Scalar>> d(dst.data() + b * H * len, H, len);        // (h, n_q*n_kv)
-  d.noalias() = M * s;
+  kernels::product<Scalar>(d, M, s);
 }
 
 }  // namespace attention_detail

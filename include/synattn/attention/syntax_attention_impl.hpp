@@ -780,10 +780,11 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
   if (rows == 0) return;  // no rows: nothing to add (and no column blocks of empty matrices)
   // dctx (B*n_q, h*dv) = G (B*n_q, d) Wo (d, h*dv)
   parallel_chunks(rows, double(wo.size()),
-                  [&](Index r0, Index m) { c.dctx_.middleRows(r0, m).noalias() = dout.middleRows(r0, m) * wo; });
+                  [&](Index r0, Index m) { kernels::product<Scalar>(c.dctx_.middleRows(r0, m), dout.middleRows(r0, m), wo); });
   // dWo[r0:r0+m] (m, h*dv) += G[:, r0:r0+m]^T (m, B*n_q) ctx (B*n_q, h*dv); dbo[r0:r0+m] (m) += colsum G[:, r0:r0+m]
   parallel_chunks(d, double(rows) * double(hdv), [&](Index r0, Index m) {
-    dwo.middleRows(r0, m).noalias() += dout.middleCols(r0, m).transpose() * c.ctx_;
+    kernels::product<Scalar>(dwo.middleRows(r0, m), dout.middleCols(r0, m), c.ctx_, kernels::Transpose::lhs,
+                             kernels::Accumulate::yes);
     add_row_sums(dout.middleCols(r0, m), dbo + r0);
   });
 }
@@ -911,12 +912,13 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     Scalar* db = grad_at(grads, id_.bq);                   // (rows)
     // dW[r0:r0+m] (m, d) += dqkv[:, r0:r0+m]^T (m, B*n) x (B*n, d); db[r0:r0+m] (m) += colsum dqkv[:, r0:r0+m]
     parallel_chunks(rows, double(nq_rows) * double(d), [&](Index r0, Index m) {
-      dw.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;
+      kernels::product<Scalar>(dw.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
+                               kernels::Accumulate::yes);
       add_row_sums(c.dqkv_.middleCols(r0, m), db + r0);
     });
     // dx (B*n, d) = dqkv (B*n, rows) [Wq; Wk; Wv] (rows, d)
     parallel_chunks(nq_rows, double(w.size()),
-                    [&](Index r0, Index m) { dx_q.middleRows(r0, m).noalias() = c.dqkv_.middleRows(r0, m) * w; });
+                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w); });
   } else {
     const ConstMap w_q(store_.value_data(id_.wq), hdk, d);              // Wq: (h*dk, d)
     const ConstMap w_kv(store_.value_data(id_.wk), hdk + hdv, dm_kv_);  // [Wk; Wv]: (h*dk + h*dv, d_mem)
@@ -927,24 +929,26 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     // dWq[r0:r0+m] (m, d) += dq[:, r0:r0+m]^T (m, B*n_q) x_q (B*n_q, d); dbq += colsum
     if (nq_rows > 0) {
       parallel_chunks(hdk, double(nq_rows) * double(d), [&](Index r0, Index m) {
-        dw_q.middleRows(r0, m).noalias() += c.dqkv_.middleCols(r0, m).transpose() * c.x_q_;  // (m, d)
+        kernels::product<Scalar>(dw_q.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
+                                 kernels::Accumulate::yes);  // (m, d)
         add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
       });
     }
     // d[Wk; Wv][r0:r0+m] (m, d_mem) += dkv[:, r0:r0+m]^T (m, B*n_kv) memory (B*n_kv, d_mem); d[bk, bv] += colsum
     if (nkv_rows > 0) {
       parallel_chunks(hdk + hdv, double(nkv_rows) * double(dm_kv_), [&](Index r0, Index m) {
-        dw_kv.middleRows(r0, m).noalias() += c.dkv_.middleCols(r0, m).transpose() * c.x_kv_;  // (m, d_mem)
+        kernels::product<Scalar>(dw_kv.middleRows(r0, m), c.dkv_.middleCols(r0, m), c.x_kv_, kernels::Transpose::lhs,
+                                 kernels::Accumulate::yes);  // (m, d_mem)
         add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
       });
     }
     Eigen::Ref<Matrix>& dmem = *dmemory;
     // dx_q (B*n_q, d) = dq (B*n_q, h*dk) Wq (h*dk, d)
     parallel_chunks(nq_rows, double(w_q.size()),
-                    [&](Index r0, Index m) { dx_q.middleRows(r0, m).noalias() = c.dqkv_.middleRows(r0, m) * w_q; });
+                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w_q); });
     // dmemory (B*n_kv, d_mem) = dkv (B*n_kv, h*dk + h*dv) [Wk; Wv] (h*dk + h*dv, d_mem)
     parallel_chunks(c.batch_ * c.n_kv_, double(w_kv.size()),
-                    [&](Index r0, Index m) { dmem.middleRows(r0, m).noalias() = c.dkv_.middleRows(r0, m) * w_kv; });
+                    [&](Index r0, Index m) { kernels::product<Scalar>(dmem.middleRows(r0, m), c.dkv_.middleRows(r0, m), w_kv); });
   }
 }
 

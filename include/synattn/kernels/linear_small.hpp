@@ -3,8 +3,9 @@
 // with a dedicated kernel, through kernels/linear_small_avx512.hpp, which
 // does not pack B (see there why that matters at single-sentence sizes).
 //
-// Eigen's product is the portable path and the reference the tests compare
-// the kernel against. Define SYNATTN_PORTABLE_KERNELS to always use it.
+// Eigen's product (or, in a build without AVX2 + FMA, the dispatched GEMM:
+// kernels/product.hpp) is the portable path and the reference the tests
+// compare the kernel against. Define SYNATTN_PORTABLE_KERNELS to always use it.
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_HPP
 #define SYNATTN_KERNELS_LINEAR_SMALL_HPP
 
@@ -15,6 +16,7 @@
 
 #include "../config.hpp"
 #include "../matrix.hpp"
+#include "product.hpp"
 
 #if !defined(SYNATTN_PORTABLE_KERNELS)
 #include "linear_small_avx512.hpp"
@@ -78,9 +80,9 @@ inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar*
 #endif
   if (bias) {
     C.rowwise() = BiasRow(bias, B.rows());
-    C.noalias() += A * B.transpose();
+    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::yes);
   } else {
-    C.noalias() = A * B.transpose();
+    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::no);
   }
 }
 

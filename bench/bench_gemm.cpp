@@ -1,0 +1,105 @@
+// kernels::product on the two paths, one thread: Eigen's product (compiled
+// for this build's flags) and the run-time-dispatched GEMM (kernels/gemm.hpp,
+// the best ISA this CPU runs), on square sizes and on the attention layer's
+// own product shapes. Built twice: bench_gemm with the preset's flags
+// (-march=native) and bench_gemm_baseline for the x86-64 baseline (the
+// compiler's default flags: Eigen at SSE2), which is the build the
+// dispatched GEMM is for.
+//
+//   cmake --preset release -DSYNATTN_BUILD_BENCH=ON
+//   cmake --build build/release --target bench_gemm bench_gemm_baseline
+//   build/release/bench/bench_gemm_baseline --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Names: PATH/SCALAR/OP/MxNxK, e.g. dispatch/float/NT/128x128x64 (OP: N or T
+// for each operand). Counter GFLOPs = 2 m n k / time.
+#include <benchmark/benchmark.h>
+
+#include <synattn/kernels/product.hpp>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+using synattn::Index;
+using synattn::kernels::Accumulate;
+using synattn::kernels::GemmPath;
+using synattn::kernels::Transpose;
+
+struct Case {
+  Index m, n, k;
+  Transpose t;
+};
+
+// Square sizes, then the layer's products at (16, 128, 512, 8) (dk = 64):
+// QKV projection rows block (256 rows x 1536 of 512), scores (128 x 128 of
+// 64), P V (128 x 64 of 128), dW (+)= dY^T X (1536 x 512 of 2048 tokens,
+// here one 256-row block of the output), dX = dY W (256 x 512 of 1536).
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {128, 128, 128, Transpose::none},  {256, 256, 256, Transpose::none}, {512, 512, 512, Transpose::none},
+      {256, 1536, 512, Transpose::rhs},  {128, 128, 64, Transpose::rhs},   {128, 64, 128, Transpose::none},
+      {128, 64, 128, Transpose::lhs},    {256, 512, 2048, Transpose::lhs}, {256, 512, 1536, Transpose::none},
+  };
+  return all;
+}
+
+std::string op_name(Transpose t) {
+  switch (t) {
+    case Transpose::lhs: return "TN";
+    case Transpose::rhs: return "NT";
+    case Transpose::both: return "TT";
+    default: return "NN";
+  }
+}
+
+template <class Scalar>
+void BM_Product(benchmark::State& state, Case c, GemmPath path) {
+  using M = synattn::RowMajorMatrix<Scalar>;
+  const bool ta = c.t == Transpose::lhs || c.t == Transpose::both;
+  const bool tb = c.t == Transpose::rhs || c.t == Transpose::both;
+  const M A = ta ? M::Random(c.k, c.m) : M::Random(c.m, c.k);
+  const M B = tb ? M::Random(c.n, c.k) : M::Random(c.k, c.n);
+  M C = M::Zero(c.m, c.n);
+  synattn::kernels::set_gemm_path(path);
+  for (auto _ : state) {
+    synattn::kernels::product<Scalar>(C, A, B, c.t, Accumulate::no);
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * double(c.m) * double(c.n) * double(c.k),
+                                                benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.SetLabel(path == GemmPath::dispatch ? synattn::kernels::gemm_isa_name(synattn::kernels::gemm_isa())
+                                            : (synattn::kernels::build_targets_avx2_fma() ? "eigen avx2" : "eigen"));
+}
+
+void register_all() {
+  for (const Case& c : cases())
+    for (GemmPath path : {GemmPath::eigen, GemmPath::dispatch}) {
+      const std::string shape = op_name(c.t) + "/" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                                std::to_string(c.k);
+      const std::string p = path == GemmPath::eigen ? "eigen/" : "dispatch/";
+      benchmark::RegisterBenchmark((p + "float/" + shape).c_str(), BM_Product<float>, c, path);
+      benchmark::RegisterBenchmark((p + "double/" + shape).c_str(), BM_Product<double>, c, path);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#if defined(_OPENMP)
+  omp_set_num_threads(1);  // Eigen's product would otherwise split itself across the cores
+#endif
+  Eigen::setNbThreads(1);
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,38 @@
+// synattn — the blocked GEMM for any CPU: scalar "packets" of one lane, a 4x4
+// register tile, compiled for the build's own target. It is what the
+// dispatcher runs where no vector version applies, and lets the tests
+// exercise the packing and blocking logic (gemm_blocked.inc) on any machine.
+#ifndef SYNATTN_KERNELS_GEMM_PORTABLE_HPP
+#define SYNATTN_KERNELS_GEMM_PORTABLE_HPP
+
+#include "gemm_support.hpp"
+
+namespace synattn {
+namespace kernels {
+namespace gemm_portable {
+
+using namespace gemm_detail;
+
+template <class Scalar>
+struct Packet {
+  using V = Scalar;
+  static constexpr int lanes = 1;
+  static constexpr int MR = 4, NR = 4;  // 16 accumulators: as many as x86-64's 16 SSE registers hold
+  static constexpr Index KC = 256, MC = 64, NC = 1024;
+  static V zero() noexcept { return Scalar(0); }
+  static V set1(Scalar x) noexcept { return x; }
+  static V load(const Scalar* p) noexcept { return *p; }
+  static void store(Scalar* p, V v) noexcept { *p = v; }
+  static V mul(V a, V b) noexcept { return a * b; }
+  static V fmadd(V a, V b, V c) noexcept { return a * b + c; }
+};
+
+#define SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
+#include "gemm_blocked.inc"
+#undef SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
+
+}  // namespace gemm_portable
+}  // namespace kernels
+}  // namespace synattn
+
+#endif  // SYNATTN_KERNELS_GEMM_PORTABLE_HPP

@@ -1,0 +1,378 @@
+// Tests of kernels/gemm.hpp (the run-time-dispatched blocked GEMM) and
+// kernels/product.hpp (the wrapper the layer calls): every instruction set
+// this CPU runs, forced in turn, against a naive triple loop in long double.
+#include <synattn/kernels/gemm.hpp>
+#include <synattn/kernels/product.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+using synattn::Index;
+using synattn::kernels::GemmIsa;
+using synattn::kernels::Op;
+
+std::vector<GemmIsa> available_isas() {
+  std::vector<GemmIsa> out;
+  for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512})
+    if (synattn::kernels::gemm_isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+// Restores the automatic choice when a test leaves.
+struct IsaGuard {
+  explicit IsaGuard(GemmIsa isa) { synattn::kernels::set_gemm_isa(isa); }
+  ~IsaGuard() { synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa()); }
+};
+
+// One operand stored row-major in a buffer with a leading dimension larger
+// than its row, the gap filled with NaN: a kernel that reads past a row
+// turns the result into NaN.
+template <class Scalar>
+struct Strided {
+  Index rows, cols, ld;
+  std::vector<Scalar> data;
+  Strided(Index r, Index c, Index pad, std::mt19937& rng) : rows(r), cols(c), ld(c + pad) {
+    data.assign(static_cast<std::size_t>(std::max<Index>(1, r * ld)), std::numeric_limits<Scalar>::quiet_NaN());
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (Index i = 0; i < r; ++i)
+      for (Index j = 0; j < c; ++j) at(i, j) = static_cast<Scalar>(u(rng));
+  }
+  Scalar& at(Index i, Index j) { return data[static_cast<std::size_t>(i * ld + j)]; }
+  Scalar at(Index i, Index j) const { return data[static_cast<std::size_t>(i * ld + j)]; }
+};
+
+struct Case {
+  Op op_a, op_b;
+  Index m, n, k;
+  double alpha, beta;
+};
+
+std::string describe(const Case& c, GemmIsa isa) {
+  return std::string(synattn::kernels::gemm_isa_name(isa)) + " op_a=" + (c.op_a == Op::transpose ? "T" : "N") +
+         " op_b=" + (c.op_b == Op::transpose ? "T" : "N") + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+         " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta);
+}
+
+// Runs one case against the long double triple loop; returns the number of
+// elements outside the bound |c - ref| <= (k + 2) eps (|alpha| sum |a b| +
+// |beta c0|) (the standard forward error bound of a dot product), plus any
+// change to C's padding.
+template <class Scalar>
+int mismatches(const Case& c, std::mt19937& rng) {
+  const bool ta = c.op_a == Op::transpose, tb = c.op_b == Op::transpose;
+  const Strided<Scalar> A(ta ? c.k : c.m, ta ? c.m : c.k, 3, rng);
+  const Strided<Scalar> B(tb ? c.n : c.k, tb ? c.k : c.n, 5, rng);
+  Strided<Scalar> C(c.m, c.n, 2, rng);
+  for (Index i = 0; i < c.m; ++i)
+    for (Index j = 0; j < c.n; ++j) C.at(i, j) = c.beta == 0 ? std::numeric_limits<Scalar>::quiet_NaN() : C.at(i, j);
+  // The padding of C is a sentinel that must survive.
+  const Scalar sentinel = Scalar(12345);
+  for (Index i = 0; i < c.m; ++i)
+    for (Index j = c.n; j < C.ld; ++j) C.at(i, j) = sentinel;
+  const Strided<Scalar> C0 = C;
+  synattn::kernels::gemm<Scalar>(c.op_a, c.op_b, c.m, c.n, c.k, Scalar(c.alpha), A.data.data(), A.ld, B.data.data(),
+                                 B.ld, Scalar(c.beta), C.data.data(), C.ld);
+  const long double eps = std::numeric_limits<Scalar>::epsilon();
+  int bad = 0;
+  for (Index i = 0; i < c.m; ++i) {
+    for (Index j = 0; j < c.n; ++j) {
+      long double ref = 0, mag = 0;
+      for (Index p = 0; p < c.k; ++p) {
+        const long double ab = (long double)(ta ? A.at(p, i) : A.at(i, p)) * (tb ? B.at(j, p) : B.at(p, j));
+        ref += ab;
+        mag += std::fabs(ab);
+      }
+      ref *= c.alpha;
+      mag *= std::fabs(c.alpha);
+      if (c.beta != 0) {
+        ref += (long double)c.beta * C0.at(i, j);
+        mag += std::fabs((long double)c.beta * C0.at(i, j));
+      }
+      const long double got = C.at(i, j);
+      if (!(std::fabs(got - ref) <= (c.k + 2) * eps * mag + std::numeric_limits<Scalar>::min())) ++bad;
+    }
+    for (Index j = c.n; j < C.ld; ++j)
+      if (C.at(i, j) != sentinel) ++bad;
+  }
+  return bad;
+}
+
+template <class Scalar>
+void check_cases(const std::vector<Case>& cases) {
+  std::mt19937 rng(7);
+  for (GemmIsa isa : available_isas()) {
+    IsaGuard guard(isa);
+    for (const Case& c : cases) {
+      INFO(describe(c, isa));
+      CHECK(mismatches<Scalar>(c, rng) == 0);
+    }
+  }
+}
+
+// Sizes around every ISA's tile (MR 4/6/14, NR 4/8/16/32), 1, and odd ones.
+const Index kEdgeSizes[] = {1, 3, 5, 6, 7, 9, 13, 15, 16, 17, 31, 33};
+
+std::vector<Case> small_cases() {
+  std::vector<Case> out;
+  for (Op oa : {Op::none, Op::transpose})
+    for (Op ob : {Op::none, Op::transpose})
+      for (Index m : kEdgeSizes)
+        for (Index n : kEdgeSizes)
+          for (Index k : {Index(1), Index(7), Index(33)}) out.push_back({oa, ob, m, n, k, 1.0, 0.0});
+  return out;
+}
+
+// Depths around KC (256 in every version) and rows/columns around MC and NC.
+std::vector<Case> blocking_cases() {
+  std::vector<Case> out;
+  for (Op oa : {Op::none, Op::transpose})
+    for (Op ob : {Op::none, Op::transpose}) {
+      for (Index k : {255, 256, 257, 513}) out.push_back({oa, ob, 13, 35, k, 1.0, 0.0});
+      for (Index m : {69, 71, 73, 139, 141, 143, 145}) out.push_back({oa, ob, m, 19, 21, 1.0, 0.0});
+      for (Index n : {1023, 1025, 2047, 2049}) out.push_back({oa, ob, 7, n, 5, 1.0, 0.0});
+      out.push_back({oa, ob, 300, 200, 280, 1.0, 0.0});
+    }
+  return out;
+}
+
+std::vector<Case> scaling_cases() {
+  std::vector<Case> out;
+  for (Op oa : {Op::none, Op::transpose})
+    for (Op ob : {Op::none, Op::transpose})
+      for (double alpha : {1.0, -0.5, 0.0})
+        for (double beta : {0.0, 1.0, 0.25}) {
+          out.push_back({oa, ob, 17, 33, 9, alpha, beta});
+          out.push_back({oa, ob, 150, 40, 300, alpha, beta});  // two depth blocks: beta on the first only
+        }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm matches a long double triple loop for every op at sizes around the tiles",
+                   "[kernels][gemm]", float, double) {
+  check_cases<TestType>(small_cases());
+}
+
+TEMPLATE_TEST_CASE("gemm matches the triple loop across the cache blocks (KC, MC, NC +- 1, a few hundred)",
+                   "[kernels][gemm]", float, double) {
+  check_cases<TestType>(blocking_cases());
+}
+
+TEMPLATE_TEST_CASE("gemm applies alpha and beta; beta = 0 overwrites a C full of NaN", "[kernels][gemm]", float,
+                   double) {
+  check_cases<TestType>(scaling_cases());
+}
+
+TEMPLATE_TEST_CASE("gemm with k = 0 leaves beta C, and empty C is a no-op", "[kernels][gemm]", float, double) {
+  using S = TestType;
+  for (GemmIsa isa : available_isas()) {
+    IsaGuard guard(isa);
+    std::vector<S> C = {1, 2, 3, 4, 5, 6};
+    const S dummy = 0;
+    synattn::kernels::gemm<S>(Op::none, Op::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(2), C.data(), 3);
+    CHECK(C == std::vector<S>{2, 4, 6, 8, 10, 12});
+    std::fill(C.begin(), C.end(), std::numeric_limits<S>::quiet_NaN());
+    synattn::kernels::gemm<S>(Op::none, Op::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(0), C.data(), 3);
+    CHECK(C == std::vector<S>(6, S(0)));
+    synattn::kernels::gemm<S>(Op::none, Op::none, 0, 3, 4, S(1), &dummy, 4, &dummy, 3, S(0), C.data(), 3);
+    CHECK(C == std::vector<S>(6, S(0)));
+  }
+}
+
+TEMPLATE_TEST_CASE("gemm propagates NaN and infinity from A and B", "[kernels][gemm]", float, double) {
+  using S = TestType;
+  const S nan = std::numeric_limits<S>::quiet_NaN(), inf = std::numeric_limits<S>::infinity();
+  for (GemmIsa isa : available_isas()) {
+    IsaGuard guard(isa);
+    INFO(synattn::kernels::gemm_isa_name(isa));
+    const Index m = 9, n = 20, k = 300;  // two depth blocks; the bad entries sit in the second
+    std::vector<S> A(m * k, S(0.5)), B(k * n, S(0.25)), C(m * n, S(0));
+    A[static_cast<std::size_t>(4 * k + 290)] = nan;  // A(4, 290): row 4 of C is NaN
+    B[static_cast<std::size_t>(270 * n + 17)] = inf;  // B(270, 17): column 17 is +inf (NaN on row 4)
+    synattn::kernels::gemm<S>(Op::none, Op::none, m, n, k, S(1), A.data(), k, B.data(), n, S(0), C.data(), n);
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j) {
+        const S c = C[static_cast<std::size_t>(i * n + j)];
+        if (i == 4)
+          CHECK(std::isnan(c));
+        else if (j == 17)
+          CHECK(c == inf);
+        else
+          CHECK(c == S(0.5 * 0.25 * k));
+      }
+  }
+}
+
+TEMPLATE_TEST_CASE("gemm gives the same bits for C computed whole, in row or column blocks, or on two threads",
+                   "[kernels][gemm][determinism]", float, double) {
+  using S = TestType;
+  const Index m = 203, n = 77, k = 300;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<S> A(m * k), B(n * k);
+  for (auto& x : A) x = S(u(rng));
+  for (auto& x : B) x = S(u(rng));
+  for (GemmIsa isa : available_isas()) {
+    IsaGuard guard(isa);
+    INFO(synattn::kernels::gemm_isa_name(isa));
+    const auto run = [&](Index r0, Index rows, Index c0, Index cols, std::vector<S>& C) {
+      synattn::kernels::gemm<S>(Op::none, Op::transpose, rows, cols, k, S(0.75), A.data() + r0 * k, k,
+                                B.data() + c0 * k, k, S(0), C.data() + r0 * n + c0, n);
+    };
+    std::vector<S> whole(m * n), rows(m * n), cols(m * n), twice(m * n);
+    run(0, m, 0, n, whole);
+    for (Index r0 = 0; r0 < m; r0 += 50) run(r0, std::min<Index>(50, m - r0), 0, n, rows);
+    for (Index c0 = 0; c0 < n; c0 += 13) run(0, m, c0, std::min<Index>(13, n - c0), cols);
+    const auto differing = [&](const std::vector<S>& x) {
+      int count = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) count += x[i] != whole[i];
+      return count;
+    };
+    CHECK(differing(rows) == 0);
+    CHECK(differing(cols) == 0);
+    // Two threads, each with its own packing buffers, on halves of C.
+#if defined(_OPENMP)
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+#endif
+    for (int h = 0; h < 2; ++h) run(h * 100, h == 0 ? 100 : m - 100, 0, n, twice);
+    CHECK(differing(twice) == 0);
+  }
+}
+
+TEST_CASE("gemm rejects negative sizes and short leading dimensions, naming the argument", "[kernels][gemm]") {
+  using Catch::Matchers::Contains;
+  std::vector<float> A(64), B(64), C(64);
+  const auto call = [&](Op oa, Index m, Index n, Index k, Index lda, Index ldb, Index ldc) {
+    synattn::kernels::gemm<float>(oa, Op::none, m, n, k, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), ldc);
+  };
+  CHECK_THROWS_WITH(call(Op::none, -1, 2, 2, 2, 2, 2), Contains("gemm: m = -1"));
+  CHECK_THROWS_WITH(call(Op::none, 2, 2, 3, 2, 2, 2), Contains("gemm: lda = 2, expected >= max(1, k)"));
+  CHECK_THROWS_WITH(call(Op::transpose, 4, 2, 3, 3, 2, 2), Contains("lda = 3, expected >= max(1, m)"));
+  CHECK_THROWS_WITH(call(Op::none, 2, 4, 2, 2, 3, 4), Contains("ldb = 3"));
+  CHECK_THROWS_WITH(call(Op::none, 2, 4, 2, 2, 4, 3), Contains("ldc = 3"));
+  CHECK_THROWS_AS(call(Op::none, 2, 4, 2, 2, 4, 3), synattn::Error);
+  CHECK_NOTHROW(call(Op::none, 2, 4, 2, 2, 4, 4));
+}
+
+TEST_CASE("set_gemm_isa accepts what the CPU runs and rejects the rest", "[kernels][gemm]") {
+  for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512}) {
+    if (synattn::kernels::gemm_isa_supported(isa)) {
+      synattn::kernels::set_gemm_isa(isa);
+      CHECK(synattn::kernels::gemm_isa() == isa);
+    } else {
+      CHECK_THROWS_WITH(synattn::kernels::set_gemm_isa(isa), Catch::Matchers::Contains("is not available"));
+    }
+  }
+  synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa());
+  CHECK(synattn::kernels::gemm_isa_supported(GemmIsa::portable));
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  CHECK(synattn::kernels::gemm_isa_supported(GemmIsa::avx2) ==
+        (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+#endif
+}
+
+// ---- kernels::product ----
+
+TEMPLATE_TEST_CASE("product gives Eigen's result on both paths, for every transpose, overwriting or adding",
+                   "[kernels][product]", float, double) {
+  using S = TestType;
+  using M = synattn::RowMajorMatrix<S>;
+  using synattn::kernels::Accumulate;
+  using synattn::kernels::GemmPath;
+  using synattn::kernels::Transpose;
+  const Index m = 37, n = 29, k = 45;
+  std::srand(3);
+  const M A = M::Random(m + 5, k + 4), At = M::Random(k + 3, m + 2);  // blocks of larger matrices
+  const M B = M::Random(k + 1, n + 6), Bt = M::Random(n + 2, k + 7);
+  const S alpha = S(0.375);
+  const S tol = S(4 * k) * std::numeric_limits<S>::epsilon();  // entries of at most k terms of |a b| <= 1
+  for (GemmPath path : {GemmPath::eigen, GemmPath::dispatch}) {
+    synattn::kernels::set_gemm_path(path);
+    CHECK(synattn::kernels::uses_dispatched_gemm() == (path == GemmPath::dispatch));
+    for (Transpose t : {Transpose::none, Transpose::lhs, Transpose::rhs, Transpose::both}) {
+      const bool ta = t == Transpose::lhs || t == Transpose::both, tb = t == Transpose::rhs || t == Transpose::both;
+      const M a = ta ? M(At.block(1, 2, k, m)) : M(A.block(2, 1, m, k));
+      const M b = tb ? M(Bt.block(1, 3, n, k)) : M(B.block(1, 2, k, n));
+      const M opa = ta ? M(a.transpose()) : a, opb = tb ? M(b.transpose()) : b;
+      const M expected = alpha * (opa.template cast<long double>() * opb.template cast<long double>())
+                                     .template cast<S>();
+      M big = M::Constant(m + 4, n + 4, S(2));
+      INFO("path " << int(path) << " transpose " << int(t));
+      synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
+                                   tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::no, alpha);
+      CHECK((big.block(1, 2, m, n) - expected).cwiseAbs().maxCoeff() <= tol);
+      synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
+                                   tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::yes, alpha);
+      CHECK((big.block(1, 2, m, n) - S(2) * expected).cwiseAbs().maxCoeff() <= 2 * tol);
+      // Outside the block C is untouched.
+      M outside = big;
+      outside.block(1, 2, m, n).setConstant(S(2));
+      CHECK((outside.array() == S(2)).all());
+    }
+  }
+  synattn::kernels::set_gemm_path(GemmPath::automatic);
+}
+
+TEST_CASE("product's automatic path is the dispatched GEMM exactly when the build lacks AVX2 + FMA and the CPU has "
+          "them",
+          "[kernels][product]") {
+  using synattn::kernels::GemmPath;
+  synattn::kernels::set_gemm_path(GemmPath::automatic);
+  const bool cpu = synattn::kernels::gemm_best_isa() != GemmIsa::portable;
+  CHECK(synattn::kernels::uses_dispatched_gemm() == (!synattn::kernels::build_targets_avx2_fma() && cpu));
+  synattn::kernels::set_gemm_path(GemmPath::eigen);
+  CHECK_FALSE(synattn::kernels::uses_dispatched_gemm());
+  synattn::kernels::set_gemm_path(GemmPath::dispatch);
+  CHECK(synattn::kernels::uses_dispatched_gemm());
+  synattn::kernels::set_gemm_path(GemmPath::automatic);
+}
+
+TEST_CASE("product with k = 0 zeroes or keeps C, and rejects shapes that do not agree", "[kernels][product]") {
+  using M = synattn::RowMajorMatrix<double>;
+  using synattn::kernels::Accumulate;
+  using synattn::kernels::GemmPath;
+  using synattn::kernels::Transpose;
+  for (GemmPath path : {GemmPath::eigen, GemmPath::dispatch}) {
+    synattn::kernels::set_gemm_path(path);
+    M C = M::Constant(3, 4, 1.5);
+    const M A(3, 0), B(0, 4);
+    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::yes);
+    CHECK((C.array() == 1.5).all());
+    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::no);
+    CHECK((C.array() == 0.0).all());
+    const M A2 = M::Ones(3, 5), B2 = M::Ones(4, 4);
+    CHECK_THROWS_WITH(synattn::kernels::product<double>(C, A2, B2),
+                      Catch::Matchers::Contains("product: C (3, 4) = op(A) (3, 5) op(B) (4, 4)"));
+    CHECK_THROWS_AS(synattn::kernels::product<double>(C, A2, B2, Transpose::rhs), synattn::Error);
+  }
+  synattn::kernels::set_gemm_path(GemmPath::automatic);
+}
+
+TEST_CASE("SYNATTN_GEMM selects the path; any other value is an error naming it", "[kernels][product]") {
+  using synattn::kernels::GemmPath;
+  const auto reread = [](const char* value) {
+    ::setenv("SYNATTN_GEMM", value, 1);
+    synattn::kernels::gemm_detail::gemm_path_state().store(-1);  // as before the first product
+    return synattn::kernels::gemm_path();
+  };
+  CHECK(reread("eigen") == GemmPath::eigen);
+  CHECK(reread("dispatch") == GemmPath::dispatch);
+  CHECK(reread("auto") == GemmPath::automatic);
+  CHECK_THROWS_WITH(reread("avx2"), Catch::Matchers::Contains("SYNATTN_GEMM = 'avx2', expected eigen, dispatch or auto"));
+  ::unsetenv("SYNATTN_GEMM");
+  synattn::kernels::set_gemm_path(GemmPath::automatic);
+  CHECK(synattn::kernels::gemm_path() == GemmPath::automatic);
+}
