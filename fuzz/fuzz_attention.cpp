@@ -16,7 +16,9 @@
 //   - with check_finite on, a forward pass that returns has finite output;
 //   - the layer agrees with the naive loop reference of the tests
 //     (tests/attention/naive_attention.hpp) within the documented tolerance
-//     (docs/math.md 4.4: 1e-10 double, 1e-4 float, relative to max |want|);
+//     (docs/math.md 4.4: 1e-10 double, 1e-4 float, relative to max |want|),
+//     with every row-kernel version the CPU runs (kernels::supported_isas():
+//     portable and the run-time-dispatched vector ones), so they agree too;
 //   - backward with another layer's cache either works (same fingerprint) or
 //     throws synattn::Error.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -33,6 +35,12 @@
 #include "../tests/attention/naive_attention.hpp"
 
 namespace {
+
+// Puts back the row-kernel version that was active before a run.
+struct IsaRestore {
+  synattn::KernelIsa saved = synattn::kernels::active_isa();
+  ~IsaRestore() { synattn::kernels::set_isa(saved); }
+};
 
 using synattn::AttentionOptions;
 using synattn::Bucketing;
@@ -188,12 +196,14 @@ void run(FuzzedDataProvider& in) {
   const synattn::RandomStream stream(in.ConsumeIntegral<std::uint32_t>());
   const bool training_dropout = d.flag();
 
-  // ---- ISA LOOP POINT ----------------------------------------------------
-  // To be wired after the kernel branch lands: run everything from here to
-  // the end of the loop once per synattn::kernels::supported_isas(), after
-  // synattn::kernels::set_isa(isa), so every vector kernel is held to the same
-  // reference and tolerance as the portable one. Today: the compiled-in one.
-  for (int isa_pass = 0; isa_pass < 1; ++isa_pass) {
+  // Every row-kernel version this CPU runs (portable first), each held to the
+  // same reference and tolerance, so the vector kernels agree with the
+  // portable one (docs/math.md 4.4). The fuzzer is built without -march, so
+  // the vector versions are the run-time-dispatched ones a consumer gets.
+  const std::vector<synattn::KernelIsa> isas = synattn::kernels::supported_isas();
+  const IsaRestore restore_isa;
+  for (const synattn::KernelIsa isa : isas) {
+    synattn::kernels::set_isa(isa);
     typename Layer::Cache cache;
     Matrix out(Index(batch) * nq, o.d_model);
     try {
