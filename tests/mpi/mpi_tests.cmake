@@ -19,3 +19,10 @@ target_link_libraries(mpi_abort_probe PRIVATE synattn_dev synattn::mpi)
 add_test(NAME mpi_rank_failure_ends_job COMMAND ${SYNATTN_MPIRUN} $<TARGET_FILE:mpi_abort_probe> 1)
 set_tests_properties(mpi_rank_failure_ends_job PROPERTIES ENVIRONMENT "${SYNATTN_MPI_ENV}" TIMEOUT 30 LABELS mpi
   PASS_REGULAR_EXPRESSION "rank 1: probe: rank 1 fails on purpose" RUN_SERIAL TRUE)
+
+# The all-reduce alone, timed (README's scaling check); a short run keeps it working.
+add_executable(mpi_ring_timing "${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_ring_timing.cpp")
+target_link_libraries(mpi_ring_timing PRIVATE synattn_dev synattn::mpi)
+add_test(NAME mpi_ring_timing_smoke COMMAND ${SYNATTN_MPIRUN} $<TARGET_FILE:mpi_ring_timing> 10000 3)
+set_tests_properties(mpi_ring_timing_smoke PROPERTIES ENVIRONMENT "${SYNATTN_MPI_ENV}" TIMEOUT 30 LABELS mpi
+  PASS_REGULAR_EXPRESSION "P=2 N=10000 floats, 1 buckets: ring [0-9.]+ ms" RUN_SERIAL TRUE)
