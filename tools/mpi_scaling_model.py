@@ -44,10 +44,13 @@ def model_stages(d, layers, d_ff, vocab, classes, n_mean, buckets=11):
     return stages
 
 
-def step_time(stages, tokens, flops_per_s, P, bandwidth_Bps, latency_s, replicated_s_per_param, overlap, batch=32):
+def step_time(stages, tokens, flops_per_s, P, bandwidth_Bps, latency_s, replicated_s_per_param, overlap, batch=32,
+              weak=False):
     params = sum(p for _, p, _ in stages)
     fwd_flops_token = sum(f for _, _, f in stages)
-    share = math.ceil(batch / P) / batch  # this rank's fraction of the global batch
+    # This rank's fraction of the 32-sentence batch; weak scaling: a whole
+    # batch per rank (global batch 32 P), speed-up then counts P batches.
+    share = 1.0 if weak else math.ceil(batch / P) / batch
     compute = 3 * fwd_flops_token * tokens * share / flops_per_s
     replicated = replicated_s_per_param * params
     if P == 1:
@@ -83,6 +86,9 @@ def main():
                     help="Adam step + gradient zeroing per parameter per step (every rank does all of it)")
     ap.add_argument("--bandwidth-gbps", default="10,25,100")
     ap.add_argument("--ranks", default="2,4,8,16,32,64")
+    ap.add_argument("--weak", action="store_true",
+                    help="32 sentences per rank (global batch 32 P) instead of one global batch of 32; "
+                         "the speed-up then counts sentences per second")
     a = ap.parse_args()
 
     models = [
@@ -116,9 +122,11 @@ def main():
             for b in bands:
                 Bps = b * 1e9 / 8
                 t, comp, comm, exposed = step_time(stages, a.tokens, flops_per_s, P, Bps, a.latency_us * 1e-6,
-                                                   a.replicated_ns * 1e-9, True)
+                                                   a.replicated_ns * 1e-9, True, weak=a.weak)
                 _, _, _, exposed_none = step_time(stages, a.tokens, flops_per_s, P, Bps, a.latency_us * 1e-6,
-                                                  a.replicated_ns * 1e-9, False)
+                                                  a.replicated_ns * 1e-9, False, weak=a.weak)
+                if a.weak:
+                    t /= P  # P batches per step
                 if first:
                     row += f" {comp * 1e3:.1f} |"
                     first = False

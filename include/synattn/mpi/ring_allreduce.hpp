@@ -13,10 +13,18 @@
 // overlapped with the backward pass. Traffic per rank is the ring's
 // 2 (P-1)/P times the bucket, as MPI's own ring.
 //
-// Non-blocking: start(b) posts the first exchange of bucket b; progress()
-// (call it often, e.g. between layers' backward passes) advances every
-// started bucket as far as its messages have arrived; wait() completes them
-// all. Only the thread that owns MPI (FUNNELED) may call these.
+// Non-blocking: start(b) queues bucket b and posts its first exchange as
+// soon as fewer than max_in_flight buckets are under way; progress() (call
+// it often, e.g. between layers' backward passes) advances every posted
+// bucket as far as its messages have arrived and posts queued ones; wait()
+// completes them all. Only the thread that owns MPI (FUNNELED) may call
+// these. The limit bounds the outstanding messages (and the receive
+// buffers being written) at any moment; four keep a link busy. (On one
+// machine, Open MPI's shared-memory transport with CMA single-copy, its
+// default, ran this ring 10x slower for buffers above ~4 MB whatever the
+// limit — 12-15 ms for 1.05 M floats against 1.0 ms with
+// `--mca btl_vader_single_copy_mechanism none`, tests/mpi/mpi_ring_timing;
+// README says so.)
 //
 // One exchange per step: step s < P-1 (reduce-scatter) sends chunk (r - s)
 // to rank r+1 and adds the chunk (r - s - 1) received from rank r-1 into its
@@ -51,7 +59,10 @@ class RingAllReduce {
 
   // buckets: disjoint slices, identical on every rank (checked by the
   // caller's fingerprint). The communicator must outlive this object.
-  RingAllReduce(const Communicator& comm, std::vector<Bucket> buckets) : comm_(&comm), buckets_(std::move(buckets)) {
+  RingAllReduce(const Communicator& comm, std::vector<Bucket> buckets, int max_in_flight = 4)
+      : comm_(&comm), buckets_(std::move(buckets)), max_in_flight_(max_in_flight) {
+    if (max_in_flight < 1)
+      throw Error("RingAllReduce: max_in_flight must be >= 1, got " + std::to_string(max_in_flight));
     const Index P = comm.size();
     state_.resize(buckets_.size());
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -81,7 +92,8 @@ class RingAllReduce {
   const Bucket& bucket(std::size_t b) const { return buckets_.at(b); }
 
   // Starts reducing bucket b of `data` in place (data must stay valid and
-  // untouched in that slice until wait()). A bucket starts once per round.
+  // untouched in that slice until wait()). A bucket starts once per round;
+  // buckets are posted in the order they were started.
   void start(Scalar* data, std::size_t b) {
     State& s = state_.at(b);
     if (s.step >= 0) throw Error("RingAllReduce::start: bucket " + std::to_string(b) + " was already started");
@@ -91,15 +103,16 @@ class RingAllReduce {
       s.step = total_steps();  // nothing to exchange
       return;
     }
-    post(b);
+    order_.push_back(b);
+    pump();
   }
   bool started(std::size_t b) const { return state_.at(b).step >= 0; }
 
-  // Advances every started bucket as far as its messages allow; never blocks.
+  // Advances every posted bucket as far as its messages allow; never blocks.
   void progress() {
     for (std::size_t b = 0; b < state_.size(); ++b) {
       State& s = state_[b];
-      while (s.step >= 0 && s.step < total_steps()) {
+      while (s.posted && s.step < total_steps()) {
         int done = 0;
         check(MPI_Testall(2, s.requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall", "RingAllReduce::progress");
         if (!done) break;
@@ -111,21 +124,33 @@ class RingAllReduce {
   // Completes every started bucket (blocking) and makes the object ready for
   // the next round. Throws if a bucket was never started.
   void wait() {
-    for (std::size_t b = 0; b < state_.size(); ++b) {
+    for (std::size_t b = 0; b < state_.size(); ++b)
+      if (state_[b].step < 0) throw Error("RingAllReduce::wait: bucket " + std::to_string(b) + " was never started");
+    // In start order: when bucket order_[i] is reached, the ones before it
+    // are done, so there is room to post it.
+    for (std::size_t b : order_) {
       State& s = state_[b];
-      if (s.step < 0) throw Error("RingAllReduce::wait: bucket " + std::to_string(b) + " was never started");
+      pump();
+      SYNATTN_ASSERT(s.posted || s.step == total_steps());
       while (s.step < total_steps()) {
         check(MPI_Waitall(2, s.requests, MPI_STATUSES_IGNORE), "MPI_Waitall", "RingAllReduce::wait");
         advance(b);
       }
     }
-    for (State& s : state_) s.step = -1;
+    for (State& s : state_) {
+      s.step = -1;
+      s.posted = false;
+    }
+    order_.clear();
+    next_to_post_ = 0;
+    in_flight_ = 0;
   }
 
  private:
   struct State {
     Scalar* data = nullptr;
     int step = -1;  // -1: not started; total_steps(): done
+    bool posted = false;  // its exchanges are under way (counted in in_flight_)
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     Eigen::Matrix<Scalar, Eigen::Dynamic, 1> scratch;
   };
@@ -138,6 +163,16 @@ class RingAllReduce {
     return buckets_[b].begin + c * (n / P) + std::min(c, n % P);
   }
   Index chunk_end(std::size_t b, Index c) const { return chunk_begin(b, c + 1); }
+
+  // Posts the first exchange of queued buckets while there is room.
+  void pump() {
+    while (in_flight_ < max_in_flight_ && next_to_post_ < order_.size()) {
+      const std::size_t b = order_[next_to_post_++];
+      state_[b].posted = true;
+      ++in_flight_;
+      post(b);
+    }
+  }
 
   // Posts the receive and the send of bucket b's current step.
   void post(std::size_t b) {
@@ -179,12 +214,21 @@ class RingAllReduce {
       for (Index i = 0; i < n; ++i) own[i] = own[i] + in[i];
     }
     ++s.step;
-    if (s.step < total_steps()) post(b);
+    if (s.step < total_steps()) {
+      post(b);
+    } else {
+      --in_flight_;
+      pump();
+    }
   }
 
   const Communicator* comm_;
   std::vector<Bucket> buckets_;
+  int max_in_flight_;
   std::vector<State> state_;
+  std::vector<std::size_t> order_;  // started buckets, in start order
+  std::size_t next_to_post_ = 0;    // order_[next_to_post_] is the next to post
+  int in_flight_ = 0;
 };
 
 }  // namespace mpi
