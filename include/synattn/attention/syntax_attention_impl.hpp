@@ -632,14 +632,19 @@ void SyntaxBiasedAttention<Scalar>::forward_core(Cache& c, const Eigen::Ref<cons
   };
   // Dropout of query rows [r0, r0 + m) of block `task` = (b, a): dst = src *
   // M / (1 - p) on the valid (v, lk) corner, the only part context() reads
-  // (both (m, n_kv) with leading dimension n_kv; dst may be src). Counters
-  // are the element's index in the probabilities' layout.
+  // (both (m, n_kv) with leading dimension n_kv; dst may be src). Element
+  // (i, j) of head a of sequence b is drawn from the sequence's stream
+  // (dropout_stream_.sequence(b): global sequence first_sequence() + b) at
+  // counter (a * l_q + i) * l_kv + j with the sequence's own lengths, never
+  // the padded n_q, n_kv: the mask does not depend on how the global batch
+  // was split or padded.
   const bool drop = c.dropout_;
   const auto dropout = [&](Scalar* dst, const Scalar* src, Index task, Index r0, Index m) {
-    const Index b = task / H;
-    const std::uint64_t first = static_cast<std::uint64_t>((task * nq + r0) * nkv);
-    kernels::dropout_rows<Scalar>(dst, nkv, src, nkv, valid_rows(b, r0, m), lk_of(b), c.dropout_stream_, first,
-                                  static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);
+    const Index b = task / H, a = task % H;
+    const std::uint64_t first = static_cast<std::uint64_t>((a * lq_of(b) + r0) * lk_of(b));
+    kernels::dropout_rows<Scalar>(dst, nkv, src, nkv, valid_rows(b, r0, m), lk_of(b),
+                                  c.dropout_stream_.sequence(static_cast<std::uint64_t>(b)), first,
+                                  static_cast<std::uint64_t>(lk_of(b)), c.drop_threshold_, c.keep_scale_);
   };
   // dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv): every head's block of
   // sequence b mixed by M.
@@ -879,12 +884,13 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     if (v > 0 && lk > 0) {
       dP.topLeftCorner(v, lk).noalias() = dC * V.transpose();  // (v, lk): dP', or dP~ without dropout
       if (dropped) {
-        // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
-        const std::uint64_t first = static_cast<std::uint64_t>(((b * H + a) * nq + r0) * nkv);
-        kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, c.dropout_stream_, first,
-                                      static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);  // P' (v, lk)
-        kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, c.dropout_stream_, first,
-                                      static_cast<std::uint64_t>(nkv), c.drop_threshold_, c.keep_scale_);  // dP~ (v, lk)
+        // Element (r0 + i, j) of head a of sequence b: the forward's stream and counters.
+        const RandomStream seq = c.dropout_stream_.sequence(static_cast<std::uint64_t>(b));
+        const std::uint64_t first = static_cast<std::uint64_t>((a * lq_of(b) + r0) * lk);
+        kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, seq, first,
+                                      static_cast<std::uint64_t>(lk), c.drop_threshold_, c.keep_scale_);  // P' (v, lk)
+        kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, seq, first,
+                                      static_cast<std::uint64_t>(lk), c.drop_threshold_, c.keep_scale_);  // dP~ (v, lk)
       }
       const ConstBlockMap Pd(dropped ? dropped : P.data(), m, nkv);  // (m, n_kv): the P that multiplied V
       if (accumulate)

@@ -22,6 +22,9 @@
 // Training step:
 //   model.zero_grad();
 //   RandomStream drop = RandomStream(seed).derive(step);
+//   // (a process holding sequences [first, ...) of a global batch:
+//   //  RandomStream(seed).derive(step).sequences_from(first), so its masks
+//   //  are the one-process masks of those sequences)
 //   model.forward(ids, lengths, buckets, cache, &drop);
 //   LossResult l = model.loss(cache, labels);
 //   model.backward(cache);
@@ -39,6 +42,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -129,6 +133,7 @@ struct TaggerCache {
   Matrix logits, dlogits, dh, dx;
   bool dropout = false;
   RandomStream stream;
+  Index rows_per_sequence = 1;  // the forward's padded length n (embedding dropout is keyed by sequence, position)
   bool has_loss = false;
 };
 
@@ -178,7 +183,8 @@ class SyntaxTransformerTagger {
     c.embedded.resize(tokens.size(), s_.options.d_model);
     s_.embedding.forward(tokens, c.embedded);
     s_.positions.add_to(c.embedded, n);
-    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.embedded);
+    c.rows_per_sequence = std::max<Index>(1, n);
+    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
     const RandomStream enc = c.stream.derive(kEncoderStream);
     const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
     c.logits.resize(tokens.size(), s_.options.num_classes);
@@ -208,7 +214,7 @@ class SyntaxTransformerTagger {
         on_ready(stage_offset(l == s_.encoder.num_layers() ? std::string("norm.") : "layers." + std::to_string(l) + "."));
       };
     s_.encoder.backward(c.encoder, c.dh, c.dx, layer_done);
-    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.dx);
+    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.dx);
     s_.embedding.backward(c.tokens, c.dx);
     if (on_ready) on_ready(0);
   }
