@@ -256,8 +256,11 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
       const auto s0 = Clock::now();
       const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
       const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
-      synattn::RandomStream dropout = dropout_root.derive(static_cast<std::uint64_t>(step));
-      if (team.size() > 1) dropout = dropout.derive(1000 + static_cast<std::uint64_t>(team.rank()));  // own masks per rank
+      // Masks keyed by global sentence: this process's share starts at
+      // sentence share_begin() of the global batch, so P processes draw the
+      // one-process masks.
+      const synattn::RandomStream dropout =
+          dropout_root.derive(static_cast<std::uint64_t>(step)).sequences_from(team.share_begin(batches[k].size()));
       double step_loss = 0;
       long long step_tokens = static_cast<long long>(batch.tokens);
       bool reduced = false;

@@ -31,9 +31,12 @@
 // Against one process with the same global batch, a P-rank run differs only
 // by the order of floating-point sums: the shards' gradients are summed
 // across ranks instead of along one batch, and each shard is padded to its
-// own longest sentence (other product shapes). Dropout masks are drawn per
-// shard (the caller derives each rank's stream), so runs with dropout agree
-// in distribution, not in bits; tests/mpi pins the dropout-free bound.
+// own longest sentence (other product shapes). Dropout masks are keyed by
+// global sequence (util/random.hpp): the caller passes each rank the step's
+// stream set to its shard's first sentence, stream.sequences_from(
+// shard(n, rank, size).first), and every rank then draws the one-process
+// masks of its sentences, so runs with dropout meet the same bound (tests/mpi
+// pins it with dropout 0.1 at every site).
 #ifndef SYNATTN_MPI_DATA_PARALLEL_HPP
 #define SYNATTN_MPI_DATA_PARALLEL_HPP
 
@@ -307,7 +310,8 @@ class DataParallel {
 // through forward, loss normalised by the global batch's token count, and
 // backward with the reduction overlapped; on return model.gradients() holds
 // the global batch's gradient on every rank. Returns this rank's loss terms
-// (sum them across ranks for the global loss).
+// (sum them across ranks for the global loss). `dropout` (null: no dropout)
+// should start at the shard's first global sentence (see the top).
 template <class Model, class Scalar, class Ids, class Lengths, class Buckets, class Cache>
 auto data_parallel_gradient(Model& model, DataParallel<Scalar>& dp, const Ids& ids, const Lengths& lengths,
                             const Buckets& buckets, const Ids& labels, Cache& cache, const RandomStream* dropout,
