@@ -17,6 +17,14 @@ if(SYNATTN_CHECKPOINT)
     DESTINATION "${SYNATTN_CMAKE_DIR}")
 endif()
 
+# synattn::mpi likewise (the config looks for MPI only when it is wanted).
+if(SYNATTN_WITH_MPI)
+  install(TARGETS synattn_mpi EXPORT synattnMpiTargets)
+  install(EXPORT synattnMpiTargets
+    NAMESPACE synattn::
+    DESTINATION "${SYNATTN_CMAKE_DIR}")
+endif()
+
 configure_package_config_file(
   cmake/synattnConfig.cmake.in
   "${PROJECT_BINARY_DIR}/synattnConfig.cmake"

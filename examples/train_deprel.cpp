@@ -21,12 +21,23 @@
 //   train_deprel --help
 //   train_deprel --train-size 500 --variants none,fixed,shared --seeds 1 --epochs 30
 //   train_deprel --full --json results.jsonl --out results/
+//   mpirun -np 2 train_deprel --threads 1 ...   (data-parallel, built with MPI)
+//
+// Under mpirun every rank reads the same files and builds the same model;
+// rank 0's parameters are broadcast and the ranks' fingerprints (run, data,
+// parameter layout) compared before training. Each global batch of 32
+// sentences is split across the ranks, the gradients summed (synattn::mpi,
+// overlapped with the backward pass unless --no-overlap), the dev set is
+// evaluated in shards and the counts summed. Only rank 0 prints and writes
+// JSON, figures and checkpoints. Dropout masks are drawn per rank, so runs
+// with P ranks agree with one process in distribution, not in bits.
 #include <synattn/build_info.hpp>
 #include <synattn/data/batching.hpp>
 #include <synattn/data/tagging_corpus.hpp>
 #include <synattn/data/token_batch.hpp>
 #include <synattn/data/vocabulary.hpp>
 #include <synattn/nn/tagger.hpp>
+#include <synattn/train/checkpoint.hpp>
 #include <synattn/train/optimizer.hpp>
 #include <synattn/train/parameter_groups.hpp>
 #include <synattn/train/schedules.hpp>
@@ -41,6 +52,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +61,7 @@
 #include "train_deprel/progress.hpp"
 #include "train_deprel/results.hpp"
 #include "train_deprel/svg_plot.hpp"
+#include "train_deprel/team.hpp"
 
 namespace {
 
@@ -97,10 +110,15 @@ synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int voc
 }
 
 // Accuracy (percent) of the model on every sentence of `corpus`, dropout off.
+// A team evaluates in shards (batch k on rank k mod P) and sums the counts:
+// the same batches and the same counts as one process.
 double evaluate(const Model& model, const synattn::EncodedCorpus& corpus, const std::vector<int>& lengths,
-                synattn::TokenBatch& batch, Model::Cache& cache) {
+                synattn::TokenBatch& batch, Model::Cache& cache, const train_deprel::Team& team) {
   long long correct = 0, counted = 0;
-  for (const auto& indices : synattn::eval_batches(lengths)) {
+  const auto batches = synattn::eval_batches(lengths);
+  for (std::size_t k = static_cast<std::size_t>(team.rank()); k < batches.size();
+       k += static_cast<std::size_t>(team.size())) {
+    const auto& indices = batches[k];
     synattn::make_token_batch(corpus, indices, synattn::WordDropout::none(), batch);
     const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
     const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
@@ -108,6 +126,8 @@ double evaluate(const Model& model, const synattn::EncodedCorpus& corpus, const 
     correct += synattn::nn::count_correct(predicted, labels, batch.lengths);
     counted += static_cast<long long>(batch.tokens);
   }
+  correct = team.sum(correct);
+  counted = team.sum(counted);
   return counted > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
 }
 
@@ -132,8 +152,26 @@ struct Corpora {
   synattn::LabelSet labels;
 };
 
-train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, std::uint64_t data_seed,
+std::string file_stem(const train_deprel::RunResult& r);
+
+// --save-checkpoint FILE: FILE itself for a single run, else FILE's stem
+// plus the run's ("runs/m.safetensors" -> "runs/m-shared-x10-N500-seed1.safetensors").
+std::string checkpoint_path(const std::string& path, const train_deprel::RunResult& r, bool several) {
+  if (!several) return path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + file_stem(r) + p.extension().string())).string();
+}
+
+struct RunContext {
+  const train_deprel::Config* config = nullptr;
+  const train_deprel::Team* team = nullptr;
+  bool several_runs = false;
+};
+
+train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, const RunContext& ctx,
                                   train_deprel::Progress& progress) {
+  const std::uint64_t data_seed = ctx.config->data_seed;
+  const train_deprel::Team& team = *ctx.team;
   const auto t0 = Clock::now();
   const auto& v = run.variant;
   // The training subset, in its shuffled order, and its vocabulary.
@@ -152,6 +190,24 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   Model model(model_options(v, vocab.size(), data.labels.size(), run.seed));
   synattn::Adam<float> adam(synattn::AdamOptions{}, synattn::syntax_bias_groups(run.bias_lr_mult));
   const synattn::RandomStream dropout_root = synattn::RandomStream(static_cast<std::uint64_t>(run.seed)).derive(kModelDropoutSite);
+#if defined(SYNATTN_EXAMPLE_MPI)
+  // Data parallelism: the ranks must be running the same thing (checked
+  // before anything else is exchanged), then start from rank 0's weights.
+  std::optional<synattn::mpi::DataParallel<float>> dp;
+  if (team.communicator() && team.size() > 1) {
+    synattn::mpi::Fingerprint f;
+    f.add("variant", v.name).add("train_size", run.train_size).add("seed", run.seed);
+    f.add("bias_lr_mult", run.bias_lr_mult).add("epochs", run.schedule.epochs).add("patience", run.schedule.patience);
+    f.add("data_seed", data_seed).add("train_file_sentences", data.train.size()).add("subset", subset.size());
+    f.add("dev_sentences", data.dev.size()).add("labels", data.labels.size()).add("vocabulary", vocab.size());
+    f.add_parameters(model.parameter_infos());
+    synattn::mpi::verify_agreement(*team.communicator(), f.text());
+    synattn::mpi::DataParallelOptions dpo;
+    dpo.overlap = ctx.config->overlap;
+    dp.emplace(*team.communicator(), model.parameter_infos(), dpo);
+    dp->broadcast_parameters(model.parameters());
+  }
+#endif
 
   train_deprel::RunResult result;
   result.variant = v.name;
@@ -162,6 +218,7 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   result.table_init = train_deprel::table_init_name(v.table_init);
   result.bias_rows = v.per_head ? model.options().heads : 1;
   result.bucket_labels = v.bucket_labels();
+  result.processes = team.size();
 
   char name[96];
   std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", v.name.c_str(), run.bias_lr_mult, run.train_size, run.seed);
@@ -184,19 +241,48 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
     state.epoch = epoch + 1;
     state.steps = static_cast<long>(batches.size());
     for (std::size_t k = 0; k < batches.size(); ++k) {
-      synattn::make_token_batch(train_corpus, batches[k], word_dropout, batch);
+      // This process's share of the global batch (all of it when alone).
+      std::vector<std::size_t> mine;
+      if (team.size() > 1) mine = team.share(batches[k]);
+      const std::vector<std::size_t>& indices = team.size() > 1 ? mine : batches[k];
+      if (indices.empty()) {  // fewer sentences than ranks: this one only joins the reduction
+        batch.lengths.clear();
+        batch.ids.resize(0, 0);
+        batch.labels.resize(0, 0);
+        batch.tokens = 0;
+      } else {
+        synattn::make_token_batch(train_corpus, indices, word_dropout, batch);
+      }
       const auto s0 = Clock::now();
       const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
       const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
-      model.zero_grad();
-      const synattn::RandomStream dropout = dropout_root.derive(static_cast<std::uint64_t>(step));
-      const auto loss = model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout);
+      // Masks keyed by global sentence: this process's share starts at
+      // sentence share_begin() of the global batch, so P processes draw the
+      // one-process masks.
+      const synattn::RandomStream dropout =
+          dropout_root.derive(static_cast<std::uint64_t>(step)).sequences_from(team.share_begin(batches[k].size()));
+      double step_loss = 0;
+      long long step_tokens = static_cast<long long>(batch.tokens);
+      bool reduced = false;
+#if defined(SYNATTN_EXAMPLE_MPI)
+      if (dp) {
+        reduced = true;
+        step_tokens = dp->global_count(step_tokens);  // the normaliser: the whole global batch's tokens
+        const auto loss = synattn::mpi::data_parallel_gradient(model, *dp, ids, batch.lengths, batch.buckets, labels,
+                                                               cache, &dropout, step_tokens);
+        step_loss = team.sum(loss.loss);
+      }
+#endif
+      if (!reduced) {
+        model.zero_grad();
+        step_loss = model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout).loss;
+      }
       adam.set_lr(kLearningRate * synattn::warmup_constant(step + 1, kWarmupSteps));
       adam.step(model.parameter_store());
       step_seconds += seconds_since(s0);
       ++step;
-      trained_tokens += static_cast<long long>(batch.tokens);
-      loss_sum += loss.loss;
+      trained_tokens += step_tokens;
+      loss_sum += step_loss;
       state.step = static_cast<long>(k + 1);
       state.loss = loss_sum / static_cast<double>(k + 1);
       state.tokens_per_second = static_cast<double>(trained_tokens) / step_seconds;
@@ -204,7 +290,7 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
       state.eta_seconds = train_deprel::eta_seconds(seconds_since(t0), done, run.schedule.epochs);
       progress.update(state);
     }
-    const double accuracy = evaluate(model, dev_corpus, dev_lengths, batch, cache);
+    const double accuracy = evaluate(model, dev_corpus, dev_lengths, batch, cache, team);
     result.dev_history.push_back(accuracy);
     state.dev_accuracy = accuracy;
     progress.end_epoch(state);
@@ -220,6 +306,15 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   result.epochs_run = static_cast<int>(result.dev_history.size());
   result.train_seconds = seconds_since(t0);
   result.train_tokens_per_second = step_seconds > 0 ? static_cast<double>(trained_tokens) / step_seconds : 0.0;
+#if defined(SYNATTN_EXAMPLE_MPI)
+  if (dp) result.reduce_wait_seconds = dp->wait_seconds();
+#endif
+  if (!ctx.config->checkpoint_path.empty() && team.root())
+    synattn::save_checkpoint<float>(checkpoint_path(ctx.config->checkpoint_path, result, ctx.several_runs),
+                                    model.parameter_store(), &adam, step,
+                                    {{"variant", v.name}, {"seed", std::to_string(run.seed)},
+                                     {"epochs_run", std::to_string(result.epochs_run)},
+                                     {"processes", std::to_string(team.size())}});
   return result;
 }
 
@@ -251,49 +346,79 @@ void write_outputs(const std::string& dir, const std::vector<train_deprel::RunRe
   train_deprel::write_text_file(dir + "/results.md", train_deprel::markdown_results_table(results));
 }
 
+
+// Trains every run of the command line; only the team's rank 0 prints and writes.
+int run(const train_deprel::Config& config, const train_deprel::Team& team) {
+  std::ostream null_stream(nullptr);  // the other ranks' output goes nowhere
+  std::ostream& log = team.root() ? std::cerr : null_stream;
+  if (!config.report_path.empty()) {
+    const std::vector<train_deprel::RunResult> results = train_deprel::read_json_lines(config.report_path);
+    std::cout << train_deprel::markdown_results_table(results);
+    if (!config.out_dir.empty()) write_outputs(config.out_dir, results);
+    return 0;
+  }
+  log << synattn::build_info() << "\n";
+  if (team.size() > 1) log << "data-parallel on " << team.size() << " processes (MPI)\n";
+  Corpora data;
+  data.train = synattn::load_tagging_corpus(config.train_path);
+  data.dev = synattn::load_tagging_corpus(config.dev_path);
+  data.labels = synattn::LabelSet::build(data.train);
+  log << "train " << config.train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
+      << " relations; dev " << config.dev_path << ": " << data.dev.size() << " sentences ("
+      << data.labels.count_ignored(data.dev) << " words with a relation unseen in train are not scored)\n";
+
+  train_deprel::Progress progress(log, team.root() && train_deprel::Progress().interactive());
+  std::vector<train_deprel::RunResult> results;
+  const auto runs = config.runs();
+  const RunContext ctx{&config, &team, runs.size() > 1};
+  for (const auto& spec : runs) {
+    results.push_back(train_one(spec, data, ctx, progress));
+    const auto& r = results.back();
+    char line[320];
+    std::snprintf(line, sizeof line, "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
+                  r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed, r.best_dev_accuracy, r.best_epoch,
+                  r.epochs_run, r.train_seconds, r.train_tokens_per_second);
+    std::string text = line;
+    if (r.processes > 1) {
+      std::snprintf(line, sizeof line, " on %d processes, %.2f s waiting for gradient reductions", r.processes,
+                    r.reduce_wait_seconds);
+      text += line;
+    }
+    progress.note(text);
+    if (team.root() && !config.json_path.empty()) train_deprel::append_json_line(config.json_path, r);
+  }
+  if (team.root()) {
+    std::cout << train_deprel::markdown_results_table(results);
+    if (!config.out_dir.empty()) write_outputs(config.out_dir, results);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int exit_code = 0;
   const auto config = train_deprel::parse_cli_or_exit_code(argc, argv, std::cout, std::cerr, exit_code);
   if (!config) return exit_code;
-  try {
 #if defined(_OPENMP)
-    if (config->threads > 0) omp_set_num_threads(config->threads);
+  if (config->threads > 0) omp_set_num_threads(config->threads);
 #endif
-    if (!config->report_path.empty()) {
-      const std::vector<train_deprel::RunResult> results = train_deprel::read_json_lines(config->report_path);
-      std::cout << train_deprel::markdown_results_table(results);
-      if (!config->out_dir.empty()) write_outputs(config->out_dir, results);
-      return 0;
-    }
-    std::cerr << synattn::build_info() << "\n";
-    Corpora data;
-    data.train = synattn::load_tagging_corpus(config->train_path);
-    data.dev = synattn::load_tagging_corpus(config->dev_path);
-    data.labels = synattn::LabelSet::build(data.train);
-    std::cerr << "train " << config->train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
-              << " relations; dev " << config->dev_path << ": " << data.dev.size() << " sentences ("
-              << data.labels.count_ignored(data.dev) << " words with a relation unseen in train are not scored)\n";
-
-    train_deprel::Progress progress;
-    std::vector<train_deprel::RunResult> results;
-    const auto runs = config->runs();
-    for (const auto& run : runs) {
-      results.push_back(train_one(run, data, config->data_seed, progress));
-      const auto& r = results.back();
-      char line[256];
-      std::snprintf(line, sizeof line, "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
-                    r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed, r.best_dev_accuracy, r.best_epoch,
-                    r.epochs_run, r.train_seconds, r.train_tokens_per_second);
-      progress.note(line);
-      if (!config->json_path.empty()) train_deprel::append_json_line(config->json_path, r);
-    }
-    std::cout << train_deprel::markdown_results_table(results);
-    if (!config->out_dir.empty()) write_outputs(config->out_dir, results);
+#if defined(SYNATTN_EXAMPLE_MPI)
+  // Started by mpirun: one model trained by all ranks. A rank that fails
+  // prints "rank r: message" and takes the whole job down (MPI_Abort), so
+  // no rank is left waiting in a reduction.
+  if (train_deprel::launched_by_mpi() && config->report_path.empty()) {
+    synattn::mpi::Environment env(argc, argv);
+    return synattn::mpi::run_or_abort([&] {
+      const synattn::mpi::Communicator world;
+      return run(*config, train_deprel::Team(world));
+    });
+  }
+#endif
+  try {
+    return run(*config, train_deprel::Team());
   } catch (const std::exception& e) {
     std::cerr << "train_deprel: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

@@ -23,6 +23,13 @@ if [[ "${SYNATTN_WITH_AARCH64:-0}" == 1 ]]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)
 fi
 
+# Data-parallel training across processes (synattn::mpi, its tests and
+# `mpirun -np P train_deprel`): Open MPI. The release preset finds it and
+# registers the MPI tests when it is installed.
+if [[ "${SYNATTN_WITH_MPI:-0}" == 1 ]]; then
+  packages+=(openmpi-bin libopenmpi-dev)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

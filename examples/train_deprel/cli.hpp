@@ -3,7 +3,12 @@
 //
 //   train_deprel --train FILE --dev FILE --train-size N --variants LIST
 //                --seeds LIST [--epochs E] [--patience P] [--bias-lr-mult X]
-//                [--threads T] [--json FILE] [--out DIR] [--full] [--help]
+//                [--threads T] [--json FILE] [--out DIR] [--full]
+//                [--save-checkpoint FILE] [--no-overlap] [--help]
+//
+// Under mpirun (-np P) the same flags train one model on P processes
+// (data-parallel, synattn::mpi); --no-overlap then reduces the gradients
+// only after the backward pass instead of during it.
 //
 // --train/--dev default to the repository's UD English EWT files (baked in
 // as SYNATTN_EWT_DIR by examples/CMakeLists.txt). --full replaces
@@ -143,6 +148,8 @@ struct Config {
   std::string json_path;
   std::string out_dir;
   std::string report_path;  // --report: tabulate and plot these results instead of training
+  std::string checkpoint_path;  // --save-checkpoint: final parameters (and optimiser state) per run
+  bool overlap = true;          // --no-overlap: MPI reductions after backward, not during it
   bool full = false;
   bool help = false;
   std::uint64_t data_seed = synattn::kDefaultDataSeed;
@@ -176,7 +183,8 @@ struct Config {
 inline const char* usage() {
   return "usage: train_deprel [--train FILE] [--dev FILE] [--train-size N] [--variants LIST] [--seeds LIST]\n"
          "                    [--epochs E] [--patience P] [--bias-lr-mult X] [--threads T]\n"
-         "                    [--json FILE] [--out DIR] [--full] [--report FILE] [--help]\n"
+         "                    [--json FILE] [--out DIR] [--full] [--report FILE]\n"
+         "                    [--save-checkpoint FILE] [--no-overlap] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -199,7 +207,13 @@ inline const char* usage() {
          "  --report FILE       train nothing: print the table of the runs in FILE (JSON lines, as\n"
          "                      written by --json, e.g. several processes' files concatenated) and\n"
          "                      write their figures to --out\n"
-         "  --help              this text\n";
+         "  --save-checkpoint FILE  write each run's final parameters and optimiser state there\n"
+         "                      (safetensors; with several runs, FILE's stem gets -<variant>-x<mult>-N<n>-seed<s>)\n"
+         "  --no-overlap        under mpirun: reduce gradients after the backward pass, not during it\n"
+         "  --help              this text\n"
+         "\n"
+         "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
+         "every global batch of 32 sentences is split across them, the gradients are summed.\n";
 }
 
 namespace detail {
@@ -258,9 +272,14 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.full = true;
       continue;
     }
+    if (flag == "--no-overlap") {
+      c.overlap = false;
+      continue;
+    }
     static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
                                           "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
-                                          "--threads", "--json",   "--out",          "--report"};
+                                          "--threads", "--json",   "--out",          "--report",
+                                          "--save-checkpoint"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -299,6 +318,8 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.out_dir = value;
     } else if (flag == "--report") {
       c.report_path = value;
+    } else if (flag == "--save-checkpoint") {
+      c.checkpoint_path = value;
     }
   }
   if (c.full) {

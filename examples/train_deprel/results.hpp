@@ -45,6 +45,8 @@ struct RunResult {
   std::vector<std::vector<double>> learned_bias;  // per layer, (bias_rows, buckets) row-major
   int bias_rows = 1;
   std::vector<std::string> bucket_labels;
+  int processes = 1;                // MPI ranks that trained it (mpirun -np P)
+  double reduce_wait_seconds = 0.0;  // time blocked waiting for gradient reductions (rank 0)
 };
 
 inline nlohmann::json to_json(const RunResult& r) {
@@ -62,7 +64,9 @@ inline nlohmann::json to_json(const RunResult& r) {
                         {"dev_history", r.dev_history},
                         {"learned_bias", r.learned_bias},
                         {"bias_rows", r.bias_rows},
-                        {"bucket_labels", r.bucket_labels}};
+                        {"bucket_labels", r.bucket_labels},
+                        {"processes", r.processes},
+                        {"reduce_wait_seconds", r.reduce_wait_seconds}};
 }
 
 // Throws synattn::Error naming the missing or mistyped key.
@@ -91,6 +95,8 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
   get("learned_bias", r.learned_bias);
   get("bias_rows", r.bias_rows);
   get("bucket_labels", r.bucket_labels);
+  if (j.contains("processes")) get("processes", r.processes);  // absent in files of earlier versions
+  if (j.contains("reduce_wait_seconds")) get("reduce_wait_seconds", r.reduce_wait_seconds);
   return r;
 }
 

@@ -27,9 +27,10 @@ struct NaiveResult {
 
 // Parameters are read from `layer` by name (any scalar type). With
 // `dropout` (and options().dropout = p > 0) the final attention weights
-// (after post-mixing) are dropped explicitly: weight (b, a, i, j) is kept iff
-// dropout->keep(((b * heads + a) * n_q + i) * n_kv + j, drop_threshold(p)) and
-// then divided by 1 - p.
+// (after post-mixing) are dropped explicitly: weight (b, a, i, j) of the valid
+// corner (i < lq[b], j < lkv[b]) is kept iff
+// dropout->sequence(b).keep((a * lq[b] + i) * lkv[b] + j, drop_threshold(p))
+// and then divided by 1 - p (the rest is 0: never read).
 template <class Layer>
 NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::vector<int>& lq, const MatrixD& xkv,
                             const std::vector<int>& lkv, const BucketBlock& buckets,
@@ -101,11 +102,15 @@ NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::ve
       for (int c = 0; c < H; ++c) mixed += post(a, c) * prob[static_cast<std::size_t>(c)];
       if (dropout && o.dropout > 0) {
         const std::uint32_t threshold = synattn::drop_threshold(o.dropout);
+        const synattn::RandomStream seq = dropout->sequence(static_cast<std::uint64_t>(b));
+        const std::uint64_t lqb = static_cast<std::uint64_t>(lq[static_cast<std::size_t>(b)]);
+        const std::uint64_t lkb = static_cast<std::uint64_t>(lkv[static_cast<std::size_t>(b)]);
         for (int i = 0; i < nq; ++i)
           for (int j = 0; j < nkv; ++j) {
-            const std::uint64_t counter =
-                ((static_cast<std::uint64_t>(b) * H + a) * nq + i) * static_cast<std::uint64_t>(nkv) + j;
-            mixed(i, j) = dropout->keep(counter, threshold) ? mixed(i, j) / (1.0 - o.dropout) : 0.0;
+            const auto ui = static_cast<std::uint64_t>(i), uj = static_cast<std::uint64_t>(j);
+            const std::uint64_t counter = (static_cast<std::uint64_t>(a) * lqb + ui) * lkb + uj;
+            const bool valid = ui < lqb && uj < lkb;
+            mixed(i, j) = valid && seq.keep(counter, threshold) ? mixed(i, j) / (1.0 - o.dropout) : 0.0;
           }
       }
       for (int i = 0; i < nq; ++i)

@@ -205,11 +205,11 @@ TEST_CASE("FeedForward: gradient checks with ReLU and GELU, with and without dro
       MatrixD y(5, 4), dx;
       const auto loss = [&] {
         FeedForwardCache<double> c;
-        ffn.forward(x, c, y, s);
+        ffn.forward(x, c, y, s, 5);
         return weighted(y, R);
       };
       FeedForwardCache<double> cache;
-      ffn.forward(x, cache, y, s);
+      ffn.forward(x, cache, y, s, 5);
       ffn.zero_grad();
       ffn.backward(x, cache, R, dx);
       if (with_dropout) {
@@ -235,21 +235,21 @@ TEST_CASE("Dropout: keeps ~1-p scaled by 1/(1-p), same mask when redrawn, identi
   MatrixD x = MatrixD::Ones(200, 500);
   MatrixD y = x;
   const RandomStream s = RandomStream(42).derive(3);
-  apply_dropout(s, p, y);
+  apply_dropout(s, p, 100, y);
   const double kept = static_cast<double>((y.array() != 0.0).count()) / static_cast<double>(y.size());
   CHECK(kept == Approx(1 - p).margin(0.005));  // 100000 draws: sd 0.001
   CHECK(((y.array() == 0.0) || (y.array() == 1.0 / (1 - p))).all());
   CHECK(y.mean() == Approx(1.0).margin(0.01));  // inverted dropout keeps the expectation
   MatrixD z = x;
-  apply_dropout(s, p, z);
+  apply_dropout(s, p, 100, z);
   CHECK(z == y);  // the mask is a function of (stream, index)
   MatrixD w = x;
-  apply_dropout(RandomStream(42).derive(4), p, w);
+  apply_dropout(RandomStream(42).derive(4), p, 100, w);
   CHECK(w != y);
   MatrixD v = x;
-  apply_dropout(s, 0.0, v);
+  apply_dropout(s, 0.0, 100, v);
   CHECK(v == x);
-  CHECK_THROWS_AS(apply_dropout(s, 1.0, v), Error);
+  CHECK_THROWS_AS(apply_dropout(s, 1.0, 100, v), Error);
 }
 
 TEST_CASE("Dropout: gradient check with a fixed stream", "[nn][dropout][gradcheck]") {
@@ -258,11 +258,11 @@ TEST_CASE("Dropout: gradient check with a fixed stream", "[nn][dropout][gradchec
   const RandomStream s(7);
   const auto loss = [&] {
     MatrixD y = x;
-    apply_dropout(s, 0.4, y);
+    apply_dropout(s, 0.4, 3, y);
     return weighted(y, R);
   };
   MatrixD dx = R;
-  apply_dropout(s, 0.4, dx);  // backward = the same mask on the gradient
+  apply_dropout(s, 0.4, 3, dx);  // backward = the same mask on the gradient
   const auto r = check_gradient("x", x, dx, loss);
   INFO(r.describe());
   CHECK(r.passes(kRel, kAbs));

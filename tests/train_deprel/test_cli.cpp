@@ -64,6 +64,12 @@ TEST_CASE("defaults: the repository's EWT files and the schedule by N", "[cli]")
   CHECK(q.runs().size() == 3);
   CHECK(q.report_path.empty());
   CHECK(parse({"--report", "runs.jsonl", "--out", "figs"}).report_path == "runs.jsonl");
+  CHECK(q.checkpoint_path.empty());
+  CHECK(q.overlap);
+  const Config m = parse({"--save-checkpoint", "final.safetensors", "--no-overlap"});
+  CHECK(m.checkpoint_path == "final.safetensors");
+  CHECK_FALSE(m.overlap);
+  CHECK_THROWS_WITH(parse({"--save-checkpoint"}), Catch::Contains("--save-checkpoint: missing value"));
 }
 
 TEST_CASE("the --full flag runs the whole grid", "[cli]") {

@@ -34,9 +34,10 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
   const nlohmann::json j = to_json(r);
   for (const char* key : {"variant", "train_sentences", "seed", "bias_lr_mult", "table_init", "best_dev_accuracy",
                           "best_epoch", "epochs_run", "train_seconds", "train_tokens_per_second", "dev_history",
-                          "learned_bias", "bucket_labels", "train_size", "bias_rows"})
+                          "learned_bias", "bucket_labels", "train_size", "bias_rows", "processes",
+                          "reduce_wait_seconds"})
     CHECK(j.contains(key));
-  CHECK(j.size() == 15);
+  CHECK(j.size() == 17);
   CHECK(j["learned_bias"][0][1] == -0.25);
 
   const std::string path = "test_results_runs.jsonl";
@@ -47,6 +48,20 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
   REQUIRE(back.size() == 2);
   CHECK(to_json(back[0]) == j);
   CHECK(back[1].variant == "none");
+  {
+    // Lines written before the MPI fields existed still load (1 process).
+    nlohmann::json old = j;
+    old.erase("processes");
+    old.erase("reduce_wait_seconds");
+    const RunResult o = run_result_from_json(old);
+    CHECK(o.processes == 1);
+    CHECK(o.reduce_wait_seconds == 0.0);
+    RunResult two = r;
+    two.processes = 2;
+    two.reduce_wait_seconds = 1.5;
+    CHECK(run_result_from_json(to_json(two)).processes == 2);
+    CHECK(run_result_from_json(to_json(two)).reduce_wait_seconds == 1.5);
+  }
   {
     std::ofstream bad(path, std::ios::app);
     bad << "\n{\"variant\": \"x\"}\n";

@@ -57,3 +57,24 @@ TEST_CASE("keep() keeps a fraction 1 - p of elements", "[random]") {
   CHECK_THROWS_AS(synattn::drop_threshold(-0.1), synattn::Error);
   CHECK_THROWS_AS(synattn::drop_threshold(std::nan("")), synattn::Error);
 }
+
+TEST_CASE("RandomStream sequences: keyed by global sequence, kept by derive, a domain of their own", "[random]") {
+  const RandomStream step = RandomStream(5).derive(9);
+  const RandomStream shard = step.sequences_from(16);
+  CHECK(shard.key() == step.key());  // the key is unchanged
+  CHECK(step.first_sequence() == 0);
+  CHECK(shard.first_sequence() == 16);
+  CHECK(shard.derive(3).first_sequence() == 16);  // sites derived from a step keep its offset
+  CHECK(shard.derive(3).key() == step.derive(3).key());
+  for (std::uint64_t b = 0; b < 20; ++b) {
+    // Sequence b of a shard starting at 16 is global sequence 16 + b.
+    CHECK(shard.sequence(b).key() == step.sequence(16 + b).key());
+    CHECK(shard.derive(2).sequence(b).key() == step.derive(2).sequence(16 + b).key());
+    CHECK(shard.sequence(b).first_sequence() == 0);
+    // sequence(k) and derive(k) are different streams.
+    CHECK(step.sequence(b).key() != step.derive(b).key());
+    CHECK(step.sequence(b).key() != step.sequence(b + 1).key());
+  }
+  // The offset's streams are those of other sequences, not of this one.
+  CHECK(shard.sequence(0).key() != step.sequence(0).key());
+}

@@ -62,12 +62,14 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
     const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
     kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V, kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
     if (dropped) {
-      // Element (b, a, r0 + i, j) of the probabilities' layout: the forward's counters.
-      const std::uint64_t first = static_cast<std::uint64_t>(((b * g.heads + a) * g.n_q + r0) * nkv);
-      kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, *mask->stream, first,
-                                    static_cast<std::uint64_t>(nkv), mask->threshold, mask->keep_scale);  // P' (v, lk)
-      kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, *mask->stream, first,
-                                    static_cast<std::uint64_t>(nkv), mask->threshold, mask->keep_scale);  // dP~ (v, lk)
+      // Element (r0 + i, j) of head a of sequence b: the forward's stream and
+      // counters (dropout_block in forward_steps.hpp).
+      const RandomStream seq = mask->stream->sequence(static_cast<std::uint64_t>(b));
+      const std::uint64_t first = static_cast<std::uint64_t>((a * g.lq(b) + r0) * lk);
+      kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, seq, first, static_cast<std::uint64_t>(lk),
+                                    mask->threshold, mask->keep_scale);  // P' (v, lk)
+      kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, seq, first, static_cast<std::uint64_t>(lk),
+                                    mask->threshold, mask->keep_scale);  // dP~ (v, lk)
     }
     // (m, n_kv): the P that multiplied V.
     const Eigen::Map<const RowMajorMatrix<Scalar>> Pd(dropped ? dropped : P.data(), m, nkv);

@@ -101,15 +101,20 @@ void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatri
 
 // Dropout of query rows [r0, r0 + m) of block `task` = (b, a): dst = src *
 // mask / (1 - p) on the valid (v, lk) corner, the only part context_forward
-// reads (both (m, n_kv) with leading dimension n_kv; dst may be src). The
-// counters are the elements' indices in the probabilities' layout.
+// reads (both (m, n_kv) with leading dimension n_kv; dst may be src). Element
+// (i, j) of head a of sequence b is drawn from the sequence's stream
+// (stream.sequence(b): global sequence first_sequence() + b) at counter
+// (a * l_q + i) * l_kv + j with the sequence's own lengths, never the padded
+// n_q, n_kv: the mask does not depend on how the global batch was split or
+// padded (data-parallel ranks draw the one-process masks).
 template <class Scalar>
 void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& mask, const BlockGeometry& g,
                    Index task, Index r0, Index m) {
-  const Index b = task / g.heads;
-  const std::uint64_t first = static_cast<std::uint64_t>((task * g.n_q + r0) * g.n_kv);
-  kernels::dropout_rows<Scalar>(dst, g.n_kv, src, g.n_kv, g.valid_rows(b, r0, m), g.lk(b), *mask.stream, first,
-                                static_cast<std::uint64_t>(g.n_kv), mask.threshold, mask.keep_scale);
+  const Index b = task / g.heads, a = task % g.heads;
+  const std::uint64_t first = static_cast<std::uint64_t>((a * g.lq(b) + r0) * g.lk(b));
+  kernels::dropout_rows<Scalar>(dst, g.n_kv, src, g.n_kv, g.valid_rows(b, r0, m), g.lk(b),
+                                mask.stream->sequence(static_cast<std::uint64_t>(b)), first,
+                                static_cast<std::uint64_t>(g.lk(b)), mask.threshold, mask.keep_scale);
 }
 
 // Talking heads: dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv), every

@@ -15,8 +15,11 @@
 // RandomStream as their last argument drop each probability of the softmax
 // (after post-mixing with talking heads, like PyTorch drops its final
 // attention weights) with probability p and scale the kept ones by 1/(1 - p):
-// ctx = P' V with P' = P * M / (1 - p). Element (b, head, i, j) is kept iff
-// stream.keep(((b * heads + head) * n_q + i) * n_kv + j, drop_threshold(p)).
+// ctx = P' V with P' = P * M / (1 - p). Element (b, head, i, j) (i < l_q,
+// j < l_kv: sequence b's own lengths) is kept iff
+// stream.sequence(b).keep((head * l_q + i) * l_kv + j, drop_threshold(p)),
+// independent of the padded n_q, n_kv; a stream set with sequences_from(first)
+// draws global sequence first + b's mask (see util/random.hpp).
 // The mask is never stored: backward() draws it again from the stream kept in
 // the cache, so it does not depend on threads or scheduling. The overloads
 // without a stream, infer() and infer_cross() are eval mode (no dropout); so

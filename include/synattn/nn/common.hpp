@@ -1,6 +1,7 @@
 // synattn — shared pieces of the nn layers: PyTorch-style initialisers drawn
 // from a counter-based RandomStream, elementwise activations and inverted
-// dropout whose mask is a pure function of (stream, element index).
+// dropout whose mask is a pure function of (stream, sequence, position,
+// feature).
 #ifndef SYNATTN_NN_COMMON_HPP
 #define SYNATTN_NN_COMMON_HPP
 
@@ -70,27 +71,37 @@ enum DropoutSite : std::uint64_t {
   kSiteEmbedding = 5,
 };
 
-// Inverted dropout in place: element (r, c) of the (rows, cols) matrix is
-// kept with probability 1 - p and then scaled by 1 / (1 - p), dropped (set to
-// 0) otherwise. The mask is a function of (stream, r * cols + c) only, so the
-// backward pass applies the same function to the upstream gradient instead of
-// storing the mask, and no thread count changes it. p = 0 is the identity.
+// Inverted dropout in place on a (batch * n, cols) block of token rows (n =
+// rows_per_sequence, the padded length): element (r, c) is kept with
+// probability 1 - p and then scaled by 1 / (1 - p), dropped (set to 0)
+// otherwise. Row r is position i = r % n of the batch's sequence b = r / n,
+// and the mask is a function of (stream.sequence(b), i * cols + c) only: of
+// the global sequence (stream.first_sequence() + b), the position and the
+// column, never of n or of how the global batch was split, so P processes
+// draw the one-process masks. The backward pass applies the same function to
+// the upstream gradient instead of storing the mask, and no thread count
+// changes it. p = 0 is the identity.
 template <class Derived>
-void apply_dropout(const RandomStream& stream, double p, Eigen::MatrixBase<Derived>& x) {
+void apply_dropout(const RandomStream& stream, double p, Index rows_per_sequence, Eigen::MatrixBase<Derived>& x) {
   using Scalar = typename Derived::Scalar;
   const std::uint32_t threshold = drop_threshold(p);
-  if (threshold == 0) return;
+  if (threshold == 0 || x.rows() == 0) return;
+  if (rows_per_sequence <= 0 || x.rows() % rows_per_sequence != 0)
+    throw Error("apply_dropout: rows_per_sequence is " + std::to_string(rows_per_sequence) + ", expected a positive divisor of the " +
+                std::to_string(x.rows()) + " rows");
   const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
   const Index cols = x.cols();
   for (Index r = 0; r < x.rows(); ++r) {
-    const auto base = static_cast<std::uint64_t>(r * cols);
+    // One derive per row (two mixes), then one hash per element.
+    const RandomStream seq = stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence));
+    const auto base = static_cast<std::uint64_t>((r % rows_per_sequence) * cols);
     for (Index c = 0; c < cols; ++c)
-      x(r, c) = stream.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
+      x(r, c) = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
   }
 }
 template <class Derived>
-void apply_dropout(const RandomStream& stream, double p, Eigen::MatrixBase<Derived>&& x) {
-  apply_dropout(stream, p, x);
+void apply_dropout(const RandomStream& stream, double p, Index rows_per_sequence, Eigen::MatrixBase<Derived>&& x) {
+  apply_dropout(stream, p, rows_per_sequence, x);
 }
 
 // Throws unless p is a valid dropout probability; `what` names the option.

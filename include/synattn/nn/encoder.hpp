@@ -13,6 +13,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -132,7 +133,13 @@ class Encoder {
   }
 
   // dy: dL/d(output) -> dx: dL/dx; adds every parameter gradient.
-  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+  // on_done (optional) is called as each part's gradients become final:
+  // on_done(num_layers()) after the final norm (when there is one), then
+  // on_done(l) after layer l, top to bottom. A data-parallel trainer uses it
+  // to start reducing those gradients while lower layers are still being
+  // differentiated (mpi/data_parallel.hpp).
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx,
+                const std::function<void(int)>& on_done = {}) {
     const std::size_t L = layers_.size();
     if (c.layers.size() != L) throw Error("Encoder::backward: the cache holds no forward pass of this encoder");
     Matrix* cur = &c.dbuf[0];
@@ -140,12 +147,14 @@ class Encoder {
     if (!norm_.empty()) {
       cur->resize(dy.rows(), dy.cols());
       norm_[0].backward(c.norm, dy, *cur);
+      if (on_done) on_done(static_cast<int>(L));
     } else {
       *cur = dy;
     }
     for (std::size_t l = L; l-- > 0;) {
       Matrix& out = l == 0 ? dx : *next;
       layers_[l].backward(c.layers[l], *cur, out);
+      if (on_done) on_done(static_cast<int>(l));
       if (l > 0) std::swap(cur, next);
     }
   }

@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,7 @@ struct EncoderLayerCache {
   Matrix d1, d2, d3;  // backward scratch
   bool dropout = false;
   RandomStream stream;
+  Index rows_per_sequence = 1;  // the forward's padded length n: masks are keyed by (sequence, position)
 };
 
 template <class Scalar>
@@ -97,6 +99,8 @@ class EncoderLayer {
                   std::to_string(d) + ")");
     c.dropout = stream != nullptr;
     if (stream) c.stream = *stream;
+    // Padded length (the attention layer checks that the rows split evenly).
+    c.rows_per_sequence = lengths.empty() ? 1 : std::max<Index>(1, tokens / static_cast<Index>(lengths.size()));
     c.attn_out.resize(tokens, d);
     c.ffn_in.resize(tokens, d);
     c.ffn_out.resize(tokens, d);
@@ -107,14 +111,14 @@ class EncoderLayer {
       attend(c.attn_in, lengths, buckets, c, stream);                 // a = Drop(Attn(u))
       c.attn_out += x;                                                // h = x + a (kept in attn_out)
       norm2_.forward(c.attn_out, c.norm2, c.ffn_in);                  // v = LN2(h)
-      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
+      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr, c.rows_per_sequence);
       drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
       y = c.attn_out + c.ffn_out;                                     // y = h + Drop(FFN(v))
     } else {
       attend(x, lengths, buckets, c, stream);                         // a = Drop(Attn(x))
       c.attn_out += x;                                                // x + a
       norm1_.forward(c.attn_out, c.norm1, c.ffn_in);                  // h = LN1(x + a)
-      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
+      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr, c.rows_per_sequence);
       drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
       c.ffn_out += c.ffn_in;                                          // h + Drop(FFN(h))
       norm2_.forward(c.ffn_out, c.norm2, y);                          // y = LN2(.)
@@ -211,7 +215,7 @@ class EncoderLayer {
 
   // In-place dropout of site `site`'s mask (forward and backward alike).
   static void drop(const Cache& c, DropoutSite site, double p, Matrix& m) {
-    if (c.dropout && p > 0) apply_dropout(c.stream.derive(site), p, m);
+    if (c.dropout && p > 0) apply_dropout(c.stream.derive(site), p, c.rows_per_sequence, m);
   }
 
   EncoderLayerOptions options_;

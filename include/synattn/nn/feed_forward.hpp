@@ -25,6 +25,7 @@ struct FeedForwardCache {
   RowMajorMatrix<Scalar> dhidden; // (tokens, d_ff): backward scratch
   bool dropout = false;           // whether the forward pass dropped (then `stream` is its mask)
   RandomStream stream;
+  Index rows_per_sequence = 1;    // the forward's padded length n (masks are keyed by sequence and position)
 };
 
 template <class Scalar>
@@ -45,9 +46,12 @@ class FeedForward {
   Activation activation() const noexcept { return activation_; }
   double dropout() const noexcept { return p_; }
 
-  // y (tokens, d). `stream` (null: eval mode) draws the hidden dropout mask.
-  void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y,
-               const RandomStream* stream) const {
+  // y (tokens, d) for x (tokens = batch * n, d). `stream` (null: eval mode)
+  // draws the hidden dropout mask: element (b * n + i, c) from
+  // stream->sequence(b) at counter i * d_ff + c (see apply_dropout), n =
+  // rows_per_sequence.
+  void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y, const RandomStream* stream,
+               Index rows_per_sequence) const {
     const Index tokens = x.rows();
     cache.pre.resize(tokens, hidden_dim());
     cache.hidden.resize(tokens, hidden_dim());
@@ -57,6 +61,10 @@ class FeedForward {
     // One fused pass per row: activation, then the row's dropout mask.
     cache.dropout = stream != nullptr && p_ > 0;
     if (stream) cache.stream = *stream;
+    if (cache.dropout && (rows_per_sequence <= 0 || tokens % rows_per_sequence != 0))
+      throw Error("FeedForward::forward: rows_per_sequence is " + std::to_string(rows_per_sequence) +
+                  ", expected a positive divisor of the " + std::to_string(tokens) + " rows of x");
+    cache.rows_per_sequence = rows_per_sequence;
     const std::uint32_t threshold = cache.dropout ? drop_threshold(p_) : 0;
     const Scalar keep_scale = static_cast<Scalar>(cache.dropout ? 1.0 / (1.0 - p_) : 1.0);
     parallel_for(tokens, (gelu_act ? 30.0 : 2.0) * cols * tokens, [&](Index r) {
@@ -64,9 +72,11 @@ class FeedForward {
       Scalar* h = cache.hidden.row(r).data();
       for (Index c = 0; c < cols; ++c) h[c] = gelu_act ? gelu(pre[c]) : (pre[c] > 0 ? pre[c] : Scalar(0));
       if (cache.dropout) {
-        const auto base = static_cast<std::uint64_t>(r * cols);
+        const Index n = cache.rows_per_sequence;
+        const RandomStream seq = cache.stream.sequence(static_cast<std::uint64_t>(r / n));
+        const auto base = static_cast<std::uint64_t>((r % n) * cols);
         for (Index c = 0; c < cols; ++c)
-          h[c] = cache.stream.keep(base + static_cast<std::uint64_t>(c), threshold) ? h[c] * keep_scale : Scalar(0);
+          h[c] = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? h[c] * keep_scale : Scalar(0);
       }
     });
     linear2_.forward(cache.hidden, y);
@@ -86,9 +96,11 @@ class FeedForward {
       const Scalar* pre = cache.pre.row(r).data();
       Scalar* g = cache.dhidden.row(r).data();
       if (cache.dropout) {
-        const auto base = static_cast<std::uint64_t>(r * cols);
+        const Index n = cache.rows_per_sequence;  // the forward's mask
+        const RandomStream seq = cache.stream.sequence(static_cast<std::uint64_t>(r / n));
+        const auto base = static_cast<std::uint64_t>((r % n) * cols);
         for (Index c = 0; c < cols; ++c)
-          g[c] = cache.stream.keep(base + static_cast<std::uint64_t>(c), threshold) ? g[c] * keep_scale : Scalar(0);
+          g[c] = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? g[c] * keep_scale : Scalar(0);
       }
       for (Index c = 0; c < cols; ++c)
         g[c] *= gelu_act ? gelu_derivative(pre[c]) : (pre[c] > 0 ? Scalar(1) : Scalar(0));

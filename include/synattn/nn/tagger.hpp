@@ -22,16 +22,29 @@
 // Training step:
 //   model.zero_grad();
 //   RandomStream drop = RandomStream(seed).derive(step);
+//   // (a process holding sequences [first, ...) of a global batch:
+//   //  RandomStream(seed).derive(step).sequences_from(first), so its masks
+//   //  are the one-process masks of those sequences)
 //   model.forward(ids, lengths, buckets, cache, &drop);
 //   LossResult l = model.loss(cache, labels);
 //   model.backward(cache);
 //   params -= lr * grads  (on model.parameters(), model.gradients())
+//
+// backward(cache, on_ready) also reports, as it goes, which gradients are
+// final: on_ready(from) means every gradient at flat offsets [from,
+// parameter_count()) is complete (the buffer is laid out bottom-up and
+// backward runs top-down: classifier, final norm, layers L-1..0, embedding).
+// A shared table lives at its lowest layer's place, so it is reported with
+// that layer. Data-parallel training starts reducing those slices while the
+// lower layers are still being differentiated (mpi/data_parallel.hpp).
 #ifndef SYNATTN_NN_TAGGER_HPP
 #define SYNATTN_NN_TAGGER_HPP
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +133,7 @@ struct TaggerCache {
   Matrix logits, dlogits, dh, dx;
   bool dropout = false;
   RandomStream stream;
+  Index rows_per_sequence = 1;  // the forward's padded length n (embedding dropout is keyed by sequence, position)
   bool has_loss = false;
 };
 
@@ -169,7 +183,8 @@ class SyntaxTransformerTagger {
     c.embedded.resize(tokens.size(), s_.options.d_model);
     s_.embedding.forward(tokens, c.embedded);
     s_.positions.add_to(c.embedded, n);
-    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.embedded);
+    c.rows_per_sequence = std::max<Index>(1, n);
+    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
     const RandomStream enc = c.stream.derive(kEncoderStream);
     const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
     c.logits.resize(tokens.size(), s_.options.num_classes);
@@ -185,13 +200,23 @@ class SyntaxTransformerTagger {
     return r;
   }
 
+  // on_ready(from): the gradients at flat offsets >= from are final (see top).
+  using GradientsReady = std::function<void(Index from)>;
+
   // Adds dL/dparameters (of the last loss()) into gradients().
-  void backward(Cache& c) {
+  void backward(Cache& c, const GradientsReady& on_ready = {}) {
     if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
     s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
-    s_.encoder.backward(c.encoder, c.dh, c.dx);
-    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.dx);
+    if (on_ready) on_ready(stage_offset("classifier."));
+    std::function<void(int)> layer_done;
+    if (on_ready)
+      layer_done = [&](int l) {
+        on_ready(stage_offset(l == s_.encoder.num_layers() ? std::string("norm.") : "layers." + std::to_string(l) + "."));
+      };
+    s_.encoder.backward(c.encoder, c.dh, c.dx, layer_done);
+    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.dx);
     s_.embedding.backward(c.tokens, c.dx);
+    if (on_ready) on_ready(0);
   }
 
   LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
@@ -262,6 +287,15 @@ class SyntaxTransformerTagger {
     };
   }
   void rebind() { rebind_parameters(s_.root, visitor()); }
+
+  // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
+  // names compared, a handful of times per backward: negligible).
+  Index stage_offset(const std::string& prefix) const {
+    Index lowest = parameter_count();
+    for (const ParameterInfo& p : s_.root.infos())
+      if (p.name.compare(0, prefix.size(), prefix) == 0 && p.offset < lowest) lowest = p.offset;
+    return lowest;
+  }
 
   State s_;
 };

@@ -14,6 +14,17 @@
 //   RandomStream attn = step.derive(layer).derive(kSiteAttention);
 //   bool kept = attn.keep(element_index, threshold);
 //
+// Dropout masks are keyed by sequence, not by a row of the padded batch: a
+// stream carries the index of its batch's first sequence within the global
+// batch (sequences_from(first), kept by derive()), and sequence(b) gives the
+// stream of the batch's sequence b, i.e. of global sequence first + b. A
+// dropout site counts within that sequence with strides that depend on the
+// sequence alone (position * features + feature), so a mask does not change
+// when the global batch is split across processes or padded differently:
+//
+//   RandomStream step = RandomStream(seed).derive(step_index).sequences_from(16);
+//   bool kept = step.derive(site).sequence(b).keep(i * cols + c, threshold);
+//
 // The mixing function is splitmix64's finaliser (Steele, Lea, Flood 2014),
 // applied twice with distinct odd multipliers of the key: it passes BigCrush
 // as a counter-based generator, which is far more than dropout needs.
@@ -41,10 +52,32 @@ class RandomStream {
 
   constexpr std::uint64_t key() const noexcept { return key_; }
 
-  // An independent stream for sub-task `id` (a step, a layer, a site).
+  // An independent stream for sub-task `id` (a step, a layer, a site). The
+  // child keeps this stream's first sequence (sites derive from a step's
+  // stream that the caller set with sequences_from()).
   constexpr RandomStream derive(std::uint64_t id) const noexcept {
     RandomStream child;
     child.key_ = mix64(key_ ^ mix64(id + 0x632be59bd9b4e019ull));
+    child.first_sequence_ = first_sequence_;
+    return child;
+  }
+
+  // This stream for a batch whose sequence 0 is sequence `first` of the
+  // global batch (a process's shard starting there); the key is unchanged.
+  constexpr RandomStream sequences_from(std::uint64_t first) const noexcept {
+    RandomStream s = *this;
+    s.first_sequence_ = first;
+    return s;
+  }
+  constexpr std::uint64_t first_sequence() const noexcept { return first_sequence_; }
+
+  // The independent stream of the batch's sequence b (global sequence
+  // first_sequence() + b). Its own domain: the id is offset by a constant
+  // other than derive()'s, so sequence(k) and derive(k) are unrelated
+  // streams. The child counts from sequence 0 again.
+  constexpr RandomStream sequence(std::uint64_t b) const noexcept {
+    RandomStream child;
+    child.key_ = mix64(key_ ^ mix64(first_sequence_ + b + 0xd1b54a32d192ed03ull));
     return child;
   }
 
@@ -66,6 +99,7 @@ class RandomStream {
 
  private:
   std::uint64_t key_ = 0;
+  std::uint64_t first_sequence_ = 0;
 };
 
 // The 32-bit threshold below which an element is dropped, for a drop
