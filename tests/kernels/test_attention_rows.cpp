@@ -282,6 +282,31 @@ TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram al
   }
 }
 
+// Without a bias the layer has no bucket block: buckets is null while ldb
+// still holds the row stride. No version may form a row pointer into it
+// (pointer arithmetic on null is undefined; fuzz_attention found it under
+// UBSan), and each must agree with the portable one.
+TEMPLATE_TEST_CASE("without a bias, a null bucket block with a row stride is never offset, in every version",
+                   "[kernels][softmax]", float, double) {
+  std::mt19937 rng(5);
+  Block<TestType> blk(5, 21, 18, -1, 12, rng);  // its buckets are not passed
+  const auto p64 = reference_probabilities(blk, false);
+  const k::RowKernels<TestType>& ref = portable_of(TestType());
+  std::vector<TestType> want = blk.dp, p(p64.begin(), p64.end());
+  ref.softmax_backward(p.data(), 21, want.data(), 21, nullptr, 21, 5, 18, -1, 21, nullptr, 0, 0, nullptr);
+  std::vector<TestType> zref = blk.z, inv_ref(5);
+  ref.softmax_numerators(zref.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv_ref.data());
+  for (const auto& ver : versions<TestType>()) {
+    INFO("kernels: " << ver.name);
+    std::vector<TestType> got = blk.dp;
+    ver.kernels.softmax_backward(p.data(), 21, got.data(), 21, nullptr, 21, 5, 18, -1, 21, nullptr, 0, 0, nullptr);
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-6));
+    std::vector<TestType> z = blk.z, inv(5);
+    ver.kernels.softmax_numerators(z.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv.data());
+    for (std::size_t i = 0; i < z.size(); ++i) CHECK(z[i] == Approx(zref[i]).epsilon(1e-5).margin(1e-30));
+  }
+}
+
 // Same inputs through each version and the portable reference: numerators
 // and inverse sums with and without the bias (the same zeros), the backward
 // with and without caller-given dots and histogram (masked and invisible keys

@@ -149,7 +149,8 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
   const Scalar tiny = std::numeric_limits<Scalar>::min();
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
-    const std::int8_t* b = buckets + i * ldb;
+    // No bucket block without a bias (null): no row pointer into it either.
+    const std::int8_t* b = buckets != nullptr ? buckets + i * ldb : nullptr;
     const Index ke = visible_keys(kend, causal_row0, i);
     std::fill(row + ke, row + n, Scalar(0));
     inv_sum[i] = Scalar(0);
