@@ -326,13 +326,18 @@ TEMPLATE_TEST_CASE("product gives Eigen's result on both paths, for every transp
   synattn::kernels::set_gemm_path(GemmPath::automatic);
 }
 
-TEST_CASE("product's automatic path is the dispatched GEMM exactly when the build lacks AVX2 + FMA and the CPU has "
-          "them",
+TEST_CASE("product's automatic path is the dispatched GEMM exactly when the CPU has AVX2 + FMA and the build does "
+          "not target AVX-512",
           "[kernels][product]") {
   using synattn::kernels::GemmPath;
   synattn::kernels::set_gemm_path(GemmPath::automatic);
   const bool cpu = synattn::kernels::gemm_best_isa() != GemmIsa::portable;
-  CHECK(synattn::kernels::uses_dispatched_gemm() == (!synattn::kernels::build_targets_avx2_fma() && cpu));
+  CHECK(synattn::kernels::uses_dispatched_gemm() == (!synattn::kernels::build_targets_avx512() && cpu));
+#if defined(__AVX512F__)
+  CHECK(synattn::kernels::build_targets_avx512());
+#else
+  CHECK_FALSE(synattn::kernels::build_targets_avx512());
+#endif
   synattn::kernels::set_gemm_path(GemmPath::eigen);
   CHECK_FALSE(synattn::kernels::uses_dispatched_gemm());
   synattn::kernels::set_gemm_path(GemmPath::dispatch);

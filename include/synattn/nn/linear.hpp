@@ -1,9 +1,10 @@
 // synattn — nn.Linear: y = x W^T + b over all tokens of a batch at once.
 //
 // Tokens are rows of a row-major (tokens, in) matrix. Products go through
-// kernels::linear_product in fixed row blocks (parallel_chunks), so results
-// are bit-identical for any thread count. The layer keeps no per-call state:
-// its backward pass needs only the input x, which every caller keeps anyway.
+// kernels::linear_product and kernels::product (the faster of Eigen's and
+// the dispatched GEMM) in fixed row blocks (parallel_chunks), so results are
+// bit-identical for any thread count. The layer keeps no per-call state: its
+// backward pass needs only the input x, which every caller keeps anyway.
 #ifndef SYNATTN_NN_LINEAR_HPP
 #define SYNATTN_NN_LINEAR_HPP
 
@@ -16,6 +17,7 @@
 
 #include "../error.hpp"
 #include "../kernels/linear_small.hpp"
+#include "../kernels/product.hpp"
 #include "../matrix.hpp"
 #include "../util/parallel.hpp"
 #include "../util/parameters.hpp"
@@ -77,7 +79,8 @@ class Linear {
     // dW[r0:r0+m] (m, in) += dy[:, r0:r0+m]^T (m, tokens) x (tokens, in): row
     // blocks of W are independent, so the split never changes a sum's order.
     parallel_chunks(out_, double(tokens) * in_, [&](Index r0, Index m) {
-      dw.middleRows(r0, m).noalias() += dy.middleCols(r0, m).transpose() * x;
+      kernels::product<Scalar>(dw.middleRows(r0, m), dy.middleCols(r0, m), x, kernels::Transpose::lhs,
+                               kernels::Accumulate::yes);
       if (db) {
         Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> acc(db + r0, m);
         for (Index r = 0; r < tokens; ++r) acc += dy.row(r).segment(r0, m);
@@ -87,7 +90,7 @@ class Linear {
     dx->resize(tokens, in_);
     // dx (tokens, in) = dy (tokens, out) W (out, in)
     parallel_chunks(tokens, double(in_) * out_,
-                    [&](Index r0, Index m) { dx->middleRows(r0, m).noalias() = dy.middleRows(r0, m) * w; });
+                    [&](Index r0, Index m) { kernels::product<Scalar>(dx->middleRows(r0, m), dy.middleRows(r0, m), w); });
   }
 
   ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
