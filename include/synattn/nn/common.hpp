@@ -12,7 +12,9 @@
 #include <string>
 
 #include "../error.hpp"
+#include "../kernels/dropout_rows.hpp"
 #include "../matrix.hpp"
+#include "../util/parallel.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
@@ -91,12 +93,23 @@ void apply_dropout(const RandomStream& stream, double p, Index rows_per_sequence
                 std::to_string(x.rows()) + " rows");
   const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
   const Index cols = x.cols();
-  for (Index r = 0; r < x.rows(); ++r) {
-    // One derive per row (two mixes), then one hash per element.
-    const RandomStream seq = stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence));
-    const auto base = static_cast<std::uint64_t>((r % rows_per_sequence) * cols);
-    for (Index c = 0; c < cols; ++c)
-      x(r, c) = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
+  // One derive per row (two mixes), then one hash per element; rows are
+  // independent, so any thread may draw any row.
+  auto row_stream = [&](Index r) { return stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence)); };
+  auto row_first = [&](Index r) { return static_cast<std::uint64_t>((r % rows_per_sequence) * cols); };
+  if constexpr (Derived::IsRowMajor && (int(Eigen::internal::traits<Derived>::Flags) & Eigen::DirectAccessBit) != 0 &&
+                int(Derived::InnerStrideAtCompileTime) == 1) {
+    parallel_for(x.rows(), 4.0 * double(cols) * double(x.rows()), [&](Index r) {
+      Scalar* row = &x.derived().coeffRef(r, 0);
+      kernels::dropout_row(row, row, cols, row_stream(r), row_first(r), threshold, scale);
+    });
+  } else {
+    for (Index r = 0; r < x.rows(); ++r) {
+      const RandomStream seq = row_stream(r);
+      const std::uint64_t base = row_first(r);
+      for (Index c = 0; c < cols; ++c)
+        x(r, c) = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
+    }
   }
 }
 template <class Derived>
