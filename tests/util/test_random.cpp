@@ -2,6 +2,7 @@
 
 #include <synattn/util/random.hpp>
 
+#include <bitset>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -39,6 +40,49 @@ TEST_CASE("RandomStream uniform is in [0, 1) with mean and variance of U(0, 1)",
   // Standard error of the mean is sqrt(1/12 / count) ~ 6.5e-4: 5 sigma.
   CHECK(std::abs(mean - 0.5) < 3.3e-3);
   CHECK(std::abs(var - 1.0 / 12.0) < 2e-3);
+}
+
+TEST_CASE("lowbias32 matches its published values and drop_bits mixes both key halves and counter halves",
+          "[random]") {
+  // Reference values from the published definition (x ^= x >> 16; x *=
+  // 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16), in Python.
+  CHECK(synattn::lowbias32(0u) == 0u);
+  CHECK(synattn::lowbias32(1u) == 0x688990c0u);
+  CHECK(synattn::lowbias32(0xdeadbeefu) == 0xe628c683u);
+  const RandomStream s(5);
+  const std::uint32_t base = s.drop_bits(7);
+  CHECK(s.drop_bits(7) == base);                           // a pure function
+  CHECK(s.derive(1).drop_bits(7) != base);                 // another key
+  CHECK(s.drop_bits(7 + (std::uint64_t(1) << 32)) != base);  // the high counter half counts
+  // Flipping one input bit flips about half the output bits (avalanche),
+  // over the 64 counter bits.
+  double flipped = 0;
+  for (int bit = 0; bit < 64; ++bit)
+    for (std::uint64_t c = 0; c < 200; ++c) {
+      const std::uint64_t counter = c * 0x9e3779b97f4a7c15ull;
+      flipped += std::bitset<32>(s.drop_bits(counter) ^ s.drop_bits(counter ^ (std::uint64_t(1) << bit))).count();
+    }
+  CHECK(std::abs(flipped / (64 * 200 * 32) - 0.5) < 0.01);
+}
+
+TEST_CASE("keep() decisions of neighbouring counters and sibling streams are uncorrelated", "[random]") {
+  // For independent Bernoulli(1 - p) draws, P(both kept) = (1 - p)^2.
+  const double p = 0.3;
+  const std::uint32_t t = synattn::drop_threshold(p);
+  const RandomStream step = RandomStream(3).derive(9);
+  const int count = 200000;
+  int neighbours = 0, siblings = 0, sequences = 0;
+  for (int i = 0; i < count; ++i) {
+    const auto c = static_cast<std::uint64_t>(i);
+    const bool k = step.keep(c, t);
+    neighbours += k && step.keep(c + 1, t);
+    siblings += k && step.derive(1).keep(c, t);
+    sequences += step.sequence(0).keep(c, t) && step.sequence(1).keep(c, t);
+  }
+  const double q = (1 - p) * (1 - p), sigma = std::sqrt(q * (1 - q) / count);
+  CHECK(std::abs(neighbours / double(count) - q) <= 5 * sigma);
+  CHECK(std::abs(siblings / double(count) - q) <= 5 * sigma);
+  CHECK(std::abs(sequences / double(count) - q) <= 5 * sigma);
 }
 
 TEST_CASE("keep() keeps a fraction 1 - p of elements", "[random]") {
