@@ -12,6 +12,8 @@
 #include <synattn/nn/token_classifier.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -250,6 +252,50 @@ TEST_CASE("Dropout: keeps ~1-p scaled by 1/(1-p), same mask when redrawn, identi
   apply_dropout(s, 0.0, 100, v);
   CHECK(v == x);
   CHECK_THROWS_AS(apply_dropout(s, 1.0, 100, v), Error);
+}
+
+TEST_CASE("Dropout: the vectorised row path equals the element-wise definition; dropped inf and NaN become +0",
+          "[nn][dropout]") {
+  const double p = 0.3;
+  const std::uint32_t threshold = drop_threshold(p);
+  const RandomStream s = RandomStream(5).derive(2);
+  {
+    // float and double rows of odd widths (vector remainders), 3 sequences of 4 rows.
+    RowMajorMatrix<float> xf = RowMajorMatrix<float>::Random(12, 37);
+    RowMajorMatrix<double> xd = RowMajorMatrix<double>::Random(12, 21);
+    xf.row(1).setConstant(-std::numeric_limits<float>::infinity());  // 37 draws: some dropped
+    xf.row(6).setConstant(std::numeric_limits<float>::quiet_NaN());
+    xd(7, 20) = -std::numeric_limits<double>::infinity();
+    const RowMajorMatrix<float> f0 = xf;
+    const RowMajorMatrix<double> d0 = xd;
+    // The definition, element by element; and a column-major copy, which
+    // takes the generic (non-vectorised) path.
+    Eigen::MatrixXf col = f0;
+    apply_dropout(s, p, 4, xf);
+    apply_dropout(s, p, 4, col);
+    apply_dropout(s, p, 4, xd);
+    for (Index r = 0; r < 12; ++r) {
+      const RandomStream seq = s.sequence(static_cast<std::uint64_t>(r / 4));
+      for (Index c = 0; c < xf.cols(); ++c) {
+        const bool kept = seq.keep(static_cast<std::uint64_t>((r % 4) * xf.cols() + c), threshold);
+        const float want = kept ? f0(r, c) * static_cast<float>(1 / (1 - p)) : 0.0f;
+        if (std::isnan(want)) {
+          CHECK(std::isnan(xf(r, c)));
+          CHECK(std::isnan(col(r, c)));
+        } else {
+          CHECK(xf(r, c) == want);
+          CHECK(col(r, c) == want);
+          if (!kept) CHECK_FALSE(std::signbit(xf(r, c)));  // +0, whatever was dropped
+        }
+      }
+      for (Index c = 0; c < xd.cols(); ++c) {
+        const bool kept = seq.keep(static_cast<std::uint64_t>((r % 4) * xd.cols() + c), threshold);
+        CHECK(xd(r, c) == (kept ? d0(r, c) * (1 / (1 - p)) : 0.0));
+      }
+    }
+    CHECK((xf.row(1).array() == 0.0f).count() > 0);  // dropped infinities are 0, not NaN
+    CHECK((xf.row(6).array() == 0.0f).count() > 0);
+  }
 }
 
 TEST_CASE("Dropout: gradient check with a fixed stream", "[nn][dropout][gradcheck]") {
