@@ -22,6 +22,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -291,23 +292,27 @@ class Adam final : public Optimizer<Scalar> {
     const Scalar eps = static_cast<Scalar>(o_.eps);
     const bool decoupled = o_.decoupled_weight_decay;
     const Scalar decay = static_cast<Scalar>(decoupled ? 1.0 - lr * weight_decay : weight_decay);
-    Scalar* m = this->state_[0].data() + offset;
-    Scalar* v = this->state_[1].data() + offset;
-    Scalar* p = values + offset;
-    const Scalar* grad = gradients + offset;
-    for (Index i = 0; i < size; ++i) {
-      Scalar g = grad[i];
-      if (weight_decay != 0) {
-        if (decoupled) {
-          p[i] = p[i] * decay;
-        } else {
-          g = g + decay * p[i];
-        }
-      }
-      m[i] = m[i] * b1 + one_b1 * g;
-      v[i] = v[i] * b2 + one_b2 * (g * g);
-      const Scalar denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      p[i] = p[i] + (-step_size) * (m[i] / denom);
+    // Eigen arrays over blocks that stay in L1: its sqrt is a vector
+    // instruction, whereas std::sqrt in a plain loop keeps GCC from
+    // vectorising (errno), which made the update scalar and 3-4x slower.
+    using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+    constexpr Index kBlock = 1024;
+    for (Index b0 = 0; b0 < size; b0 += kBlock) {
+      const Index len = std::min(kBlock, size - b0);
+      Eigen::Map<Array> m(this->state_[0].data() + offset + b0, len);
+      Eigen::Map<Array> v(this->state_[1].data() + offset + b0, len);
+      Eigen::Map<Array> p(values + offset + b0, len);
+      const Eigen::Map<const Array> grad(gradients + offset + b0, len);
+      const auto update_with = [&](const auto& g) {
+        m = m * b1 + one_b1 * g;
+        v = v * b2 + one_b2 * (g * g);
+        p = p + (-step_size) * (m / (v.sqrt() / bc2_sqrt + eps));
+      };
+      if (weight_decay != 0 && decoupled) p *= decay;
+      if (weight_decay != 0 && !decoupled)
+        update_with(grad + decay * p);  // read by the first two statements, before p changes
+      else
+        update_with(grad);
     }
   }
 
