@@ -89,17 +89,14 @@ class LayerNorm {
     }
     const auto w = store_.value(weight_);
     const Scalar inv_d = Scalar(1) / Scalar(d_);
+    // Eigen's row expressions, not scalar loops: a plain loop's two sums
+    // cannot be vectorised without reassociating them, which the compiler
+    // may not do (no -ffast-math).
     parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
-      const auto xh = cache.xhat.row(r);
-      const Scalar rstd = cache.rstd[r];
-      Scalar sum_g = 0, sum_gx = 0;
-      for (Index c = 0; c < d_; ++c) {
-        const Scalar gc = dy(r, c) * w(0, c);
-        sum_g += gc;
-        sum_gx += gc * xh[c];
-      }
-      const Scalar mean_g = sum_g * inv_d, mean_gx = sum_gx * inv_d;
-      for (Index c = 0; c < d_; ++c) dx(r, c) = rstd * (dy(r, c) * w(0, c) - mean_g - xh[c] * mean_gx);
+      const auto xh = cache.xhat.row(r).array();
+      const auto g = dy.row(r).array() * w.array();
+      const Scalar mean_g = g.sum() * inv_d, mean_gx = (g * xh).sum() * inv_d;
+      dx.row(r) = (cache.rstd[r] * (g - mean_g - xh * mean_gx)).matrix();
     });
   }
 
