@@ -250,6 +250,17 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     layer.mix_pre().setIdentity();
     CHECK_NOTHROW(layer.forward(x, lengths, buckets, cache));
   }
+  SECTION("huge values in padding rows only: the loose whole-matrix bound fails, the exact one passes") {
+    LayerF layer(o);
+    MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>();
+    x.row(5).setConstant(1e30f);  // sequence 1 has length 2: row 5 is padding
+    const std::vector<int> short_lengths = {3, 2};
+    MatrixF out;
+    REQUIRE_NOTHROW(out = layer.forward(x, short_lengths, buckets, cache));
+    CHECK(out.topRows(5).allFinite());
+    x.row(4).setConstant(1e30f);  // now a real word: refused, by sequence and position
+    CHECK_THROWS_WITH(layer.forward(x, short_lengths, buckets, cache), Contains("sequence 1"));
+  }
   SECTION("large but safe inputs pass and give finite outputs") {
     LayerF layer(o);
     const MatrixF x = (synattn_test::random_matrix(6, 8, rng) * 1e8).cast<float>();

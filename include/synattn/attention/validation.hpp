@@ -181,6 +181,19 @@ template <class Scalar>
 void check_score_range(const char* fn, const RowMajorMatrix<Scalar>& qsrc, const RowMajorMatrix<Scalar>& kvsrc,
                        const BlockGeometry& g, Scalar inv_sqrt_dk, const double* max_bias, double mix_gain) {
   const double limit = double(std::numeric_limits<Scalar>::max()) / 4;
+  // Fast path, two vectorised passes per source: every score is at most
+  // dk max|q| max|k| / sqrt(dk) with the maxima over whole sources (a looser
+  // bound than the per-head one below, which it implies when it holds). The
+  // exact per-row check runs only when this fails or something is not
+  // finite (it then names the culprit).
+  if (all_finite(qsrc) && (&kvsrc == &qsrc || all_finite(kvsrc)) && qsrc.size() > 0 && kvsrc.size() > 0) {
+    const double mq = double(qsrc.cwiseAbs().maxCoeff()), mk = double(kvsrc.cwiseAbs().maxCoeff());
+    const double head = double(g.dk) * mq * mk * double(inv_sqrt_dk);
+    double bias = 0;
+    if (max_bias)
+      for (int a = 0; a < g.heads; ++a) bias = std::max(bias, max_bias[a]);
+    if ((mix_gain > 0 ? mix_gain * head : head) + bias <= limit) return;
+  }
   const auto not_finite = [&](const char* what, Index b, Index i, int a) {
     return Error(error_prefix(fn) + what + " of sequence " + std::to_string(b) + ", position " + std::to_string(i) +
                  ", head " + std::to_string(a) + " is not finite: the input projection overflowed " +
