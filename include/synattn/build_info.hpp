@@ -8,22 +8,25 @@
 #include <Eigen/Core>
 
 #include "config.hpp"
+#include "error.hpp"
 #include "kernels/attention_rows.hpp"
 #include "kernels/linear_small.hpp"
+#include "kernels/product.hpp"
 #include "util/cpu_features.hpp"
 #include "util/parallel.hpp"
 
 namespace synattn {
 
-// e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX512, FMA, AVX2, ...; compiled for:
-// SSE4.1 SSE4.2 AVX AVX2 FMA AVX512F; kernels: avx512 rows (dispatched at run
-// time), avx512 small linear; OpenMP: on, 2 threads; BLAS: no".
+// e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX SSE, ...; compiled for: SSE4.1
+// SSE4.2 AVX AVX2 FMA; kernels: avx2 rows (dispatched at run time), products:
+// dispatched GEMM (avx2); OpenMP: on, 2 threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls
 // it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
 // EIGEN_USE_BLAS) chose every item, exactly as they chose the code that the
-// same translation unit runs, except the row kernels' ISA: that is chosen at
-// run time (kernels/dispatch.hpp), and this is the one active now. The thread count is omp_get_max_threads() now
+// same translation unit runs, except the row kernels' ISA and the products'
+// path: those are chosen at run time (kernels/dispatch.hpp,
+// kernels/product.hpp), and these are the ones active now. The thread count is omp_get_max_threads() now
 // (OMP_NUM_THREADS, omp_set_num_threads), since results do not depend on it.
 inline std::string build_info() {
   std::string line = "synattn " SYNATTN_VERSION_STRING;
@@ -43,12 +46,18 @@ inline std::string build_info() {
   line += " rows (dispatched at run time), ";
 #endif
   // Mirrors kernels::uses_small_linear: the small-rows projection kernel
-  // exists for AVX-512 only; elsewhere every projection is Eigen's product.
+  // exists for AVX-512 only; elsewhere every projection is kernels::product.
 #if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
-  line += "avx512 small linear";
-#else
-  line += "Eigen linear";
+  line += "avx512 small linear, ";
 #endif
+  line += "products: ";
+  try {
+    line += kernels::uses_dispatched_gemm()
+                ? std::string("dispatched GEMM (") + kernels::gemm_isa_name(kernels::gemm_isa()) + ")"
+                : std::string("Eigen");
+  } catch (const Error&) {
+    line += "unknown (SYNATTN_GEMM holds an invalid value)";  // the first product will say so
+  }
 #if defined(_OPENMP)
   line += "; OpenMP: on, " + std::to_string(max_threads()) + (max_threads() == 1 ? " thread" : " threads");
 #else
@@ -57,7 +66,7 @@ inline std::string build_info() {
 #if defined(EIGEN_USE_BLAS)
   line += "; BLAS: yes (EIGEN_USE_BLAS)";
 #else
-  line += "; BLAS: no (Eigen's own products)";
+  line += "; BLAS: no";
 #endif
   return line;
 }

@@ -27,10 +27,22 @@ TEST_CASE("build_info is one line naming version, Eigen, kernels, threads and BL
   CHECK_THAT(info, Catch::Contains("; compiled for: baseline ISA;"));
 #endif
 #if defined(SYNATTN_PORTABLE_KERNELS)
-  CHECK(info.find("kernels: portable rows, Eigen linear") != std::string::npos);
+  CHECK(info.find("kernels: portable rows, products: Eigen;") != std::string::npos);
 #else
   CHECK(info.find(" rows (dispatched at run time), ") != std::string::npos);
 #endif
+  // The products' path as product() will take it.
+  const std::string products =
+      synattn::kernels::uses_dispatched_gemm()
+          ? std::string("products: dispatched GEMM (") +
+                synattn::kernels::gemm_isa_name(synattn::kernels::gemm_isa()) + ");"
+          : std::string("products: Eigen;");
+  CHECK(info.find(products) != std::string::npos);
+  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::eigen);
+  CHECK_THAT(synattn::build_info(), Catch::Contains("products: Eigen;"));
+  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::dispatch);
+  CHECK_THAT(synattn::build_info(), Catch::Contains("products: dispatched GEMM ("));
+  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::automatic);
 #if defined(EIGEN_USE_BLAS)
   CHECK(info.find("BLAS: yes") != std::string::npos);
 #else

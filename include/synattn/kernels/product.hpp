@@ -12,8 +12,9 @@
 // dispatched GEMM runs whenever the CPU has AVX2 + FMA, unless the build
 // targets AVX-512: there Eigen's own AVX-512 product is what our AVX-512
 // tables were measured with, and the dispatched AVX-512 version has not been
-// measured against it. SYNATTN_GEMM=eigen|dispatch|auto in the environment
-// (read at the first product) or set_gemm_path() overrides the choice.
+// measured against it. A build defining SYNATTN_PORTABLE_KERNELS keeps
+// Eigen's product. SYNATTN_GEMM=eigen|dispatch|auto in the environment (read
+// at the first product) or set_gemm_path() overrides the choice.
 #ifndef SYNATTN_KERNELS_PRODUCT_HPP
 #define SYNATTN_KERNELS_PRODUCT_HPP
 
@@ -97,7 +98,12 @@ inline bool uses_dispatched_gemm() {
   switch (gemm_path()) {
     case GemmPath::eigen: return false;
     case GemmPath::dispatch: return true;
-    default: return !build_targets_avx512() && gemm_best_isa() != GemmIsa::portable;
+    default:
+#if defined(SYNATTN_PORTABLE_KERNELS)
+      return false;  // the portable build runs none of our vector code unless asked to
+#else
+      return !build_targets_avx512() && gemm_best_isa() != GemmIsa::portable;
+#endif
   }
 }
 
