@@ -74,8 +74,8 @@ void BM_Product(benchmark::State& state, Case c, GemmPath path) {
   }
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * double(c.m) * double(c.n) * double(c.k),
                                                 benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.SetLabel(path == GemmPath::dispatch ? synattn::kernels::gemm_isa_name(synattn::kernels::gemm_isa())
-                                            : (synattn::kernels::build_targets_avx2_fma() ? "eigen avx2" : "eigen"));
+  state.SetLabel(path == GemmPath::dispatch ? synattn::to_string(synattn::kernels::gemm_isa())
+                                            : ("eigen " + synattn::feature_names(synattn::build_cpu_features())));
 }
 
 void register_all() {

@@ -53,7 +53,7 @@ inline std::string build_info() {
   line += "products: ";
   try {
     line += kernels::uses_dispatched_gemm()
-                ? std::string("dispatched GEMM (") + kernels::gemm_isa_name(kernels::gemm_isa()) + ")"
+                ? std::string("dispatched GEMM (") + to_string(kernels::gemm_isa()) + ")"
                 : std::string("Eigen");
   } catch (const Error&) {
     line += "unknown (SYNATTN_GEMM holds an invalid value)";  // the first product will say so

@@ -8,6 +8,9 @@
 
 #include <synattn/build_info.hpp>
 #include <synattn/kernels/attention_rows.hpp>
+#include <synattn/kernels/gemm.hpp>
+#include <synattn/kernels/isa.hpp>
+#include <synattn/util/cpu_features.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -195,4 +198,44 @@ TEST_CASE("set_isa from one thread while others run kernels: each call runs one 
   stop = true;
   for (auto& w : workers) w.join();
   CHECK(bad.load() == 0);
+}
+
+TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features, and the row kernels and the GEMM "
+          "agree on every ISA both carry",
+          "[dispatch][isa]") {
+  using synattn::CpuFeature;
+  CHECK(k::required_features(KernelIsa::portable) == CpuFeature::none);
+  CHECK(k::required_features(KernelIsa::avx2) == (CpuFeature::avx2 | CpuFeature::fma));
+  CHECK(synattn::has(k::required_features(KernelIsa::avx512), CpuFeature::avx512bw | CpuFeature::avx512vl |
+                                                                   CpuFeature::avx512dq | CpuFeature::avx512f));
+  CHECK(k::cpu_runs(KernelIsa::portable));
+  const CpuFeature cpu = synattn::cpu_features();
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
+    INFO(synattn::to_string(isa));
+    CHECK(k::cpu_runs(isa) == ((cpu & k::required_features(isa)) == k::required_features(isa)));
+    // CPUID as the compiler's builtin reports it, independently of cpu_features().
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    const bool builtin = isa == KernelIsa::avx2
+                             ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                             : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                                   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    CHECK(k::cpu_runs(isa) == builtin);
+#endif
+  }
+#if defined(__aarch64__)
+  CHECK(k::cpu_runs(KernelIsa::neon));
+#else
+  CHECK_FALSE(k::cpu_runs(KernelIsa::neon));
+#endif
+  // The GEMM carries portable, AVX2 and AVX-512 versions on x86-64 GCC/Clang
+  // whatever the flags; where the row kernels carry one too, both say the same.
+#if !defined(SYNATTN_PORTABLE_KERNELS)
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512}) {
+    INFO(synattn::to_string(isa));
+    CHECK(k::gemm_isa_supported(isa) == k::isa_supported(isa));
+  }
+#endif
+  CHECK_FALSE(k::gemm_isa_supported(KernelIsa::neon));
+  CHECK(k::gemm_isa_supported(k::gemm_best_isa()));
 }

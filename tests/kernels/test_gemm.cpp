@@ -20,19 +20,19 @@
 namespace {
 
 using synattn::Index;
-using synattn::kernels::GemmIsa;
+using synattn::kernels::KernelIsa;
 using synattn::kernels::Op;
 
-std::vector<GemmIsa> available_isas() {
-  std::vector<GemmIsa> out;
-  for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512})
+std::vector<KernelIsa> available_isas() {
+  std::vector<KernelIsa> out;
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512})
     if (synattn::kernels::gemm_isa_supported(isa)) out.push_back(isa);
   return out;
 }
 
 // Restores the automatic choice when a test leaves.
 struct IsaGuard {
-  explicit IsaGuard(GemmIsa isa) { synattn::kernels::set_gemm_isa(isa); }
+  explicit IsaGuard(KernelIsa isa) { synattn::kernels::set_gemm_isa(isa); }
   ~IsaGuard() { synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa()); }
 };
 
@@ -59,8 +59,8 @@ struct Case {
   double alpha, beta;
 };
 
-std::string describe(const Case& c, GemmIsa isa) {
-  return std::string(synattn::kernels::gemm_isa_name(isa)) + " op_a=" + (c.op_a == Op::transpose ? "T" : "N") +
+std::string describe(const Case& c, KernelIsa isa) {
+  return std::string(synattn::to_string(isa)) + " op_a=" + (c.op_a == Op::transpose ? "T" : "N") +
          " op_b=" + (c.op_b == Op::transpose ? "T" : "N") + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
          " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta);
 }
@@ -112,7 +112,7 @@ int mismatches(const Case& c, std::mt19937& rng) {
 template <class Scalar>
 void check_cases(const std::vector<Case>& cases) {
   std::mt19937 rng(7);
-  for (GemmIsa isa : available_isas()) {
+  for (KernelIsa isa : available_isas()) {
     IsaGuard guard(isa);
     for (const Case& c : cases) {
       INFO(describe(c, isa));
@@ -178,7 +178,7 @@ TEMPLATE_TEST_CASE("gemm applies alpha and beta; beta = 0 overwrites a C full of
 
 TEMPLATE_TEST_CASE("gemm with k = 0 leaves beta C, and empty C is a no-op", "[kernels][gemm]", float, double) {
   using S = TestType;
-  for (GemmIsa isa : available_isas()) {
+  for (KernelIsa isa : available_isas()) {
     IsaGuard guard(isa);
     std::vector<S> C = {1, 2, 3, 4, 5, 6};
     const S dummy = 0;
@@ -195,9 +195,9 @@ TEMPLATE_TEST_CASE("gemm with k = 0 leaves beta C, and empty C is a no-op", "[ke
 TEMPLATE_TEST_CASE("gemm propagates NaN and infinity from A and B", "[kernels][gemm]", float, double) {
   using S = TestType;
   const S nan = std::numeric_limits<S>::quiet_NaN(), inf = std::numeric_limits<S>::infinity();
-  for (GemmIsa isa : available_isas()) {
+  for (KernelIsa isa : available_isas()) {
     IsaGuard guard(isa);
-    INFO(synattn::kernels::gemm_isa_name(isa));
+    INFO(synattn::to_string(isa));
     const Index m = 9, n = 20, k = 300;  // two depth blocks; the bad entries sit in the second
     std::vector<S> A(m * k, S(0.5)), B(k * n, S(0.25)), C(m * n, S(0));
     A[static_cast<std::size_t>(4 * k + 290)] = nan;  // A(4, 290): row 4 of C is NaN
@@ -225,9 +225,9 @@ TEMPLATE_TEST_CASE("gemm gives the same bits for C computed whole, in row or col
   std::vector<S> A(m * k), B(n * k);
   for (auto& x : A) x = S(u(rng));
   for (auto& x : B) x = S(u(rng));
-  for (GemmIsa isa : available_isas()) {
+  for (KernelIsa isa : available_isas()) {
     IsaGuard guard(isa);
-    INFO(synattn::kernels::gemm_isa_name(isa));
+    INFO(synattn::to_string(isa));
     const auto run = [&](Index r0, Index rows, Index c0, Index cols, std::vector<S>& C) {
       synattn::kernels::gemm<S>(Op::none, Op::transpose, rows, cols, k, S(0.75), A.data() + r0 * k, k,
                                 B.data() + c0 * k, k, S(0), C.data() + r0 * n + c0, n);
@@ -268,7 +268,7 @@ TEST_CASE("gemm rejects negative sizes and short leading dimensions, naming the 
 }
 
 TEST_CASE("set_gemm_isa accepts what the CPU runs and rejects the rest", "[kernels][gemm]") {
-  for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512}) {
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512}) {
     if (synattn::kernels::gemm_isa_supported(isa)) {
       synattn::kernels::set_gemm_isa(isa);
       CHECK(synattn::kernels::gemm_isa() == isa);
@@ -277,9 +277,9 @@ TEST_CASE("set_gemm_isa accepts what the CPU runs and rejects the rest", "[kerne
     }
   }
   synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa());
-  CHECK(synattn::kernels::gemm_isa_supported(GemmIsa::portable));
+  CHECK(synattn::kernels::gemm_isa_supported(KernelIsa::portable));
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  CHECK(synattn::kernels::gemm_isa_supported(GemmIsa::avx2) ==
+  CHECK(synattn::kernels::gemm_isa_supported(KernelIsa::avx2) ==
         (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
 #endif
 }
@@ -331,7 +331,7 @@ TEST_CASE("product's automatic path is the dispatched GEMM exactly when the CPU 
           "[kernels][product]") {
   using synattn::kernels::GemmPath;
   synattn::kernels::set_gemm_path(GemmPath::automatic);
-  const bool cpu = synattn::kernels::gemm_best_isa() != GemmIsa::portable;
+  const bool cpu = synattn::kernels::gemm_best_isa() != KernelIsa::portable;
 #if defined(SYNATTN_PORTABLE_KERNELS)
   CHECK_FALSE(synattn::kernels::uses_dispatched_gemm());
   (void)cpu;

@@ -35,7 +35,7 @@ TEST_CASE("build_info is one line naming version, Eigen, kernels, threads and BL
   const std::string products =
       synattn::kernels::uses_dispatched_gemm()
           ? std::string("products: dispatched GEMM (") +
-                synattn::kernels::gemm_isa_name(synattn::kernels::gemm_isa()) + ");"
+                synattn::to_string(synattn::kernels::gemm_isa()) + ");"
           : std::string("products: Eigen;");
   CHECK(info.find(products) != std::string::npos);
   synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::eigen);

@@ -30,30 +30,12 @@
 #include "attention_rows_avx2.hpp"
 #include "attention_rows_avx512.hpp"
 #include "attention_rows_neon.hpp"
+#include "isa.hpp"
 
 namespace synattn {
-
-// The instruction sets the row kernels are written for.
-enum class KernelIsa { portable, avx2, avx512, neon };
-
-// "portable", "avx2", "avx512", "neon" (what SYNATTN_KERNEL_ISA accepts).
-inline const char* to_string(KernelIsa isa) noexcept {
-  switch (isa) {
-    case KernelIsa::portable: return "portable";
-    case KernelIsa::avx2: return "avx2";
-    case KernelIsa::avx512: return "avx512";
-    case KernelIsa::neon: return "neon";
-  }
-  return "unknown";
-}
-
 namespace kernels {
 
-using synattn::KernelIsa;
-
 namespace detail {
-
-constexpr KernelIsa kAllIsas[] = {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon};
 
 // Whether this build has kernels for `isa`.
 inline bool compiled(KernelIsa isa) noexcept {
@@ -67,26 +49,6 @@ inline bool compiled(KernelIsa isa) noexcept {
 #endif
 #if defined(SYNATTN_HAVE_NEON_KERNELS)
     case KernelIsa::neon: return true;
-#endif
-    default: return false;
-  }
-}
-
-// Whether this CPU and OS run `isa`'s kernels.
-inline bool cpu_runs(KernelIsa isa) noexcept {
-  switch (isa) {
-    case KernelIsa::portable: return true;
-#if defined(SYNATTN_HAVE_AVX2_KERNELS) || defined(SYNATTN_HAVE_AVX512_KERNELS)
-    case KernelIsa::avx2:
-      __builtin_cpu_init();  // harmless when done; needed if we run before libgcc's constructor
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case KernelIsa::avx512:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#endif
-#if defined(SYNATTN_HAVE_NEON_KERNELS)
-    case KernelIsa::neon: return true;  // Advanced SIMD: every AArch64 CPU
 #endif
     default: return false;
   }
@@ -106,8 +68,8 @@ inline std::string cannot_run(KernelIsa isa) {
     return "KernelIsa value " + std::to_string(static_cast<int>(isa)) + " names no instruction set";
   }
   if (!cpu_runs(isa))
-    return std::string("this CPU (or its OS) does not support ") +
-           (isa == KernelIsa::avx2 ? "AVX2 and FMA" : "AVX-512 F/BW/VL/DQ") + "; it runs: " + supported_list();
+    return std::string("this CPU (or its OS) does not support ") + required_features_text(isa) +
+           "; it runs: " + supported_list();
   return "";
 }
 
@@ -149,13 +111,13 @@ inline std::atomic<int>& isa_state() noexcept {
 // avx2 and avx512 (x86-64) or neon (AArch64) where compiled and supported.
 inline std::vector<KernelIsa> supported_isas() {
   std::vector<KernelIsa> out;
-  for (KernelIsa isa : detail::kAllIsas)
-    if (detail::compiled(isa) && detail::cpu_runs(isa)) out.push_back(isa);
+  for (KernelIsa isa : kAllIsas)
+    if (detail::compiled(isa) && cpu_runs(isa)) out.push_back(isa);
   return out;
 }
 
 // Whether set_isa(isa) would succeed.
-inline bool isa_supported(KernelIsa isa) noexcept { return detail::compiled(isa) && detail::cpu_runs(isa); }
+inline bool isa_supported(KernelIsa isa) noexcept { return detail::compiled(isa) && cpu_runs(isa); }
 
 // The ISA the row kernels run now. The first call reads SYNATTN_KERNEL_ISA
 // (throws synattn::Error on a value this build or CPU cannot run), unless

@@ -26,6 +26,7 @@
 #include "gemm_avx2.hpp"
 #include "gemm_avx512.hpp"
 #include "gemm_portable.hpp"
+#include "isa.hpp"
 
 namespace synattn {
 namespace kernels {
@@ -33,37 +34,28 @@ namespace kernels {
 // op(X) = X or X^T.
 enum class Op { none, transpose };
 
-// The instruction sets the GEMM has a version for.
-enum class GemmIsa { portable, avx2, avx512 };
-
-inline const char* gemm_isa_name(GemmIsa isa) noexcept {
-  switch (isa) {
-    case GemmIsa::avx512: return "avx512";
-    case GemmIsa::avx2: return "avx2";
-    default: return "portable";
-  }
-}
+// The GEMM's versions are named by KernelIsa (kernels/isa.hpp), as the row
+// kernels' are: portable, avx2 and avx512 (none for NEON yet).
 
 // Whether this build carries `isa`'s version and this CPU runs it.
-inline bool gemm_isa_supported(GemmIsa isa) noexcept {
+inline bool gemm_isa_supported(KernelIsa isa) noexcept {
   switch (isa) {
-    case GemmIsa::portable: return true;
+    case KernelIsa::portable: return true;
 #if defined(SYNATTN_HAVE_AVX2_GEMM)
-    case GemmIsa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KernelIsa::avx2: return cpu_runs(KernelIsa::avx2);
 #endif
 #if defined(SYNATTN_HAVE_AVX512_GEMM)
-    case GemmIsa::avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KernelIsa::avx512: return cpu_runs(KernelIsa::avx512);
 #endif
     default: return false;
   }
 }
 
 // The fastest version this CPU runs.
-inline GemmIsa gemm_best_isa() noexcept {
-  if (gemm_isa_supported(GemmIsa::avx512)) return GemmIsa::avx512;
-  if (gemm_isa_supported(GemmIsa::avx2)) return GemmIsa::avx2;
-  return GemmIsa::portable;
+inline KernelIsa gemm_best_isa() noexcept {
+  if (gemm_isa_supported(KernelIsa::avx512)) return KernelIsa::avx512;
+  if (gemm_isa_supported(KernelIsa::avx2)) return KernelIsa::avx2;
+  return KernelIsa::portable;
 }
 
 namespace gemm_detail {
@@ -77,22 +69,22 @@ inline std::atomic<int>& gemm_isa_state() noexcept {
 }  // namespace gemm_detail
 
 // The version gemm() runs: gemm_best_isa() unless set_gemm_isa() chose another.
-inline GemmIsa gemm_isa() noexcept {
+inline KernelIsa gemm_isa() noexcept {
   int s = gemm_detail::gemm_isa_state().load(std::memory_order_relaxed);
   if (s < 0) {
     s = static_cast<int>(gemm_best_isa());
     gemm_detail::gemm_isa_state().store(s, std::memory_order_relaxed);
   }
-  return static_cast<GemmIsa>(s);
+  return static_cast<KernelIsa>(s);
 }
 
 // Forces gemm() to run `isa` (for tests and benchmarks). Throws synattn::Error
 // if this build or CPU cannot run it.
-inline void set_gemm_isa(GemmIsa isa) {
+inline void set_gemm_isa(KernelIsa isa) {
   if (!gemm_isa_supported(isa))
-    throw Error(std::string("set_gemm_isa: isa = ") + gemm_isa_name(isa) +
+    throw Error(std::string("set_gemm_isa: isa = ") + to_string(isa) +
                 " is not available (expected an instruction set this build carries and this CPU runs; best here: " +
-                gemm_isa_name(gemm_best_isa()) + ")");
+                to_string(gemm_best_isa()) + ")");
   gemm_detail::gemm_isa_state().store(static_cast<int>(isa), std::memory_order_relaxed);
 }
 
@@ -120,12 +112,12 @@ void gemm(Op op_a, Op op_b, Index m, Index n, Index k, Scalar alpha, const Scala
   if (ldc < std::max<Index>(1, n)) fail("ldc", ldc, ">= max(1, n)");
   switch (gemm_isa()) {
 #if defined(SYNATTN_HAVE_AVX512_GEMM)
-    case GemmIsa::avx512:
+    case KernelIsa::avx512:
       gemm_avx512::gemm<Scalar>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
 #endif
 #if defined(SYNATTN_HAVE_AVX2_GEMM)
-    case GemmIsa::avx2:
+    case KernelIsa::avx2:
       gemm_avx2::gemm<Scalar>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
 #endif

@@ -27,6 +27,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/cpu_features.hpp"
 #include "gemm.hpp"
 
 namespace synattn {
@@ -40,15 +41,6 @@ enum class Accumulate { no, yes };
 
 // Who computes product(): `automatic` picks (see the top of this file).
 enum class GemmPath { automatic, eigen, dispatch };
-
-// Whether this translation unit's Eigen products use AVX2 + FMA.
-constexpr bool build_targets_avx2_fma() noexcept {
-#if defined(__AVX2__) && defined(__FMA__)
-  return true;
-#else
-  return false;
-#endif
-}
 
 namespace gemm_detail {
 // -1: not read yet; otherwise a GemmPath.
@@ -85,13 +77,7 @@ inline void set_gemm_path(GemmPath path) noexcept {
 }
 
 // Whether this translation unit's Eigen products use AVX-512.
-constexpr bool build_targets_avx512() noexcept {
-#if defined(__AVX512F__)
-  return true;
-#else
-  return false;
-#endif
-}
+constexpr bool build_targets_avx512() noexcept { return has(build_cpu_features(), CpuFeature::avx512f); }
 
 // Whether product() runs the dispatched GEMM (true) or Eigen's product.
 inline bool uses_dispatched_gemm() {
@@ -102,7 +88,7 @@ inline bool uses_dispatched_gemm() {
 #if defined(SYNATTN_PORTABLE_KERNELS)
       return false;  // the portable build runs none of our vector code unless asked to
 #else
-      return !build_targets_avx512() && gemm_best_isa() != GemmIsa::portable;
+      return !build_targets_avx512() && gemm_best_isa() != KernelIsa::portable;
 #endif
   }
 }

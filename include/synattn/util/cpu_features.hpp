@@ -21,6 +21,9 @@ enum class CpuFeature : unsigned {
   avx2 = 1u << 3,
   fma = 1u << 4,
   avx512f = 1u << 5,
+  avx512bw = 1u << 6,
+  avx512vl = 1u << 7,
+  avx512dq = 1u << 8,
 };
 
 constexpr CpuFeature operator|(CpuFeature a, CpuFeature b) noexcept {
@@ -46,6 +49,8 @@ inline constexpr CpuFeatureInfo cpu_feature_table[] = {
     {CpuFeature::sse4_1, "SSE4.1", "-msse4.1"}, {CpuFeature::sse4_2, "SSE4.2", "-msse4.2"},
     {CpuFeature::avx, "AVX", "-mavx"},          {CpuFeature::avx2, "AVX2", "-mavx2"},
     {CpuFeature::fma, "FMA", "-mfma"},          {CpuFeature::avx512f, "AVX512F", "-mavx512f"},
+    {CpuFeature::avx512bw, "AVX512BW", "-mavx512bw"}, {CpuFeature::avx512vl, "AVX512VL", "-mavx512vl"},
+    {CpuFeature::avx512dq, "AVX512DQ", "-mavx512dq"},
 };
 
 // "AVX2 FMA": the names of the features in `set`, in the table's order.
@@ -78,6 +83,15 @@ constexpr CpuFeature build_cpu_features() noexcept {
 #if defined(__AVX512F__)
   f = f | CpuFeature::avx512f;
 #endif
+#if defined(__AVX512BW__)
+  f = f | CpuFeature::avx512bw;
+#endif
+#if defined(__AVX512VL__)
+  f = f | CpuFeature::avx512vl;
+#endif
+#if defined(__AVX512DQ__)
+  f = f | CpuFeature::avx512dq;
+#endif
   return f;
 }
 
@@ -94,6 +108,9 @@ inline CpuFeature cpu_features() noexcept {
   if (__builtin_cpu_supports("avx2")) f = f | CpuFeature::avx2;
   if (__builtin_cpu_supports("fma")) f = f | CpuFeature::fma;
   if (__builtin_cpu_supports("avx512f")) f = f | CpuFeature::avx512f;
+  if (__builtin_cpu_supports("avx512bw")) f = f | CpuFeature::avx512bw;
+  if (__builtin_cpu_supports("avx512vl")) f = f | CpuFeature::avx512vl;
+  if (__builtin_cpu_supports("avx512dq")) f = f | CpuFeature::avx512dq;
 #endif
   return f;
 }
