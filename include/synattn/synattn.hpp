@@ -35,6 +35,7 @@
 #include "util/random.hpp"
 #include "util/cpu_features.hpp"
 #include "util/simd_notice.hpp"
+#include "util/memory.hpp"
 
 #include "nn/common.hpp"
 #include "nn/linear.hpp"
