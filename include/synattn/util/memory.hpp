@@ -32,8 +32,9 @@ constexpr int kRetainedBlockLimit = 32 * 1024 * 1024;
 constexpr int kRetainedHeapLimit = 1024 * 1024 * 1024;
 
 // Makes freed memory stay in the process for reuse (see above). Returns
-// whether the allocator accepted both settings: true with glibc, false
-// elsewhere (nothing changes there).
+// whether the allocator accepted both settings: true with glibc's malloc;
+// false elsewhere, or where another allocator replaced it (AddressSanitizer's,
+// for one), and nothing changes then.
 inline bool retain_freed_memory() noexcept {
 #if defined(__GLIBC__)
   const bool block = mallopt(M_MMAP_THRESHOLD, kRetainedBlockLimit) == 1;
