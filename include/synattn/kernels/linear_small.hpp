@@ -3,8 +3,8 @@
 // with a dedicated kernel, through kernels/linear_small_avx512.hpp, which
 // does not pack B (see there why that matters at single-sentence sizes).
 //
-// Eigen's product (or, in a build without AVX2 + FMA, the dispatched GEMM:
-// kernels/product.hpp) is the portable path and the reference the tests
+// kernels::product (the dispatched GEMM or Eigen's product, whichever
+// kernels/product.hpp picks) is the general path and the reference the tests
 // compare the kernel against. Define SYNATTN_PORTABLE_KERNELS to always use it.
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_HPP
 #define SYNATTN_KERNELS_LINEAR_SMALL_HPP
@@ -62,7 +62,7 @@ inline bool uses_small_linear(Index m) noexcept {
 // C = A B^T (+ bias on every row, if `bias` is not null: an nn.Linear); C
 // and A are row-major with contiguous rows (blocks of rows of row-major
 // matrices qualify), B a row-major (n, k) matrix. C is overwritten. With a
-// bias, Eigen's product accumulates onto C filled with the bias rows, which
+// bias, the product accumulates onto C filled with the bias rows, which
 // costs what its own zero fill costs, instead of a separate pass adding it.
 template <class Scalar, class DstC, class SrcA, class SrcB>
 inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar* bias = nullptr) {
