@@ -30,9 +30,9 @@ using Bits = typename std::conditional<sizeof(Scalar) == 4, std::uint32_t, std::
 // kept iff stream.keep(first + j, threshold); dst may be src (in place).
 // Dropped entries are exact +0 whatever src holds there, NaN and infinity
 // included: the kept product's bits are ANDed with an all-ones or all-zero
-// mask, a form GCC and Clang vectorise, 64-bit hash included (1.2 ns per
-// float element on AVX2, against 2.4 for `kept ? x * scale : 0`, which they
-// compile as control flow).
+// mask, a form GCC and Clang vectorise, keep()'s hash included (0.55 ns per
+// float element on AVX2); `kept ? x * scale : 0` compiles as control flow
+// (2.4 ns per element, measured with the earlier 64-bit hash).
 template <class Scalar>
 inline void dropout_row(Scalar* dst, const Scalar* src, Index cols, const RandomStream& stream, std::uint64_t first,
                         std::uint32_t threshold, Scalar scale) noexcept {

@@ -73,6 +73,18 @@ enum DropoutSite : std::uint64_t {
   kSiteEmbedding = 5,
 };
 
+// Row r of a (batch * n, cols) block of token rows through its dropout mask,
+// in place: row r is position r % n of sequence r / n (n = rows_per_sequence),
+// drawn from stream.sequence(r / n) at counters (r % n) * cols + c. The one
+// definition of the nn layers' masks (apply_dropout, FeedForward's hidden
+// site); one derive per row (two mixes), then one hash per element.
+template <class Scalar>
+inline void dropout_token_row(const RandomStream& stream, Index rows_per_sequence, Index r, Scalar* row, Index cols,
+                              std::uint32_t threshold, Scalar scale) noexcept {
+  kernels::dropout_row(row, row, cols, stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence)),
+                       static_cast<std::uint64_t>((r % rows_per_sequence) * cols), threshold, scale);
+}
+
 // Inverted dropout in place on a (batch * n, cols) block of token rows (n =
 // rows_per_sequence, the padded length): element (r, c) is kept with
 // probability 1 - p and then scaled by 1 / (1 - p), dropped (set to 0)
@@ -93,20 +105,16 @@ void apply_dropout(const RandomStream& stream, double p, Index rows_per_sequence
                 std::to_string(x.rows()) + " rows");
   const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
   const Index cols = x.cols();
-  // One derive per row (two mixes), then one hash per element; rows are
-  // independent, so any thread may draw any row.
-  auto row_stream = [&](Index r) { return stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence)); };
-  auto row_first = [&](Index r) { return static_cast<std::uint64_t>((r % rows_per_sequence) * cols); };
   if constexpr (Derived::IsRowMajor && (int(Eigen::internal::traits<Derived>::Flags) & Eigen::DirectAccessBit) != 0 &&
                 int(Derived::InnerStrideAtCompileTime) == 1) {
+    // Rows are independent, so any thread may draw any row.
     parallel_for(x.rows(), 4.0 * double(cols) * double(x.rows()), [&](Index r) {
-      Scalar* row = &x.derived().coeffRef(r, 0);
-      kernels::dropout_row(row, row, cols, row_stream(r), row_first(r), threshold, scale);
+      dropout_token_row(stream, rows_per_sequence, r, &x.derived().coeffRef(r, 0), cols, threshold, scale);
     });
   } else {
     for (Index r = 0; r < x.rows(); ++r) {
-      const RandomStream seq = row_stream(r);
-      const std::uint64_t base = row_first(r);
+      const RandomStream seq = stream.sequence(static_cast<std::uint64_t>(r / rows_per_sequence));
+      const auto base = static_cast<std::uint64_t>((r % rows_per_sequence) * cols);
       for (Index c = 0; c < cols; ++c)
         x(r, c) = seq.keep(base + static_cast<std::uint64_t>(c), threshold) ? x(r, c) * scale : Scalar(0);
     }

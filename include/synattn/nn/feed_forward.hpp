@@ -9,7 +9,6 @@
 #include <string>
 
 #include "../error.hpp"
-#include "../kernels/dropout_rows.hpp"
 #include "../matrix.hpp"
 #include "../util/parallel.hpp"
 #include "../util/random.hpp"
@@ -72,7 +71,7 @@ class FeedForward {
       const Scalar* pre = cache.pre.row(r).data();
       Scalar* h = cache.hidden.row(r).data();
       for (Index c = 0; c < cols; ++c) h[c] = gelu_act ? gelu(pre[c]) : (pre[c] > 0 ? pre[c] : Scalar(0));
-      if (cache.dropout) drop_row(cache, r, h, threshold, keep_scale);
+      if (cache.dropout) dropout_token_row(cache.stream, cache.rows_per_sequence, r, h, cols, threshold, keep_scale);
     });
     linear2_.forward(cache.hidden, y);
   }
@@ -90,7 +89,8 @@ class FeedForward {
     parallel_for(tokens, (gelu_act ? 30.0 : 2.0) * cols * tokens, [&](Index r) {
       const Scalar* pre = cache.pre.row(r).data();
       Scalar* g = cache.dhidden.row(r).data();
-      if (cache.dropout) drop_row(cache, r, g, threshold, keep_scale);  // the forward's mask
+      if (cache.dropout)  // the forward's mask
+        dropout_token_row(cache.stream, cache.rows_per_sequence, r, g, cols, threshold, keep_scale);
       for (Index c = 0; c < cols; ++c)
         g[c] *= gelu_act ? gelu_derivative(pre[c]) : (pre[c] > 0 ? Scalar(1) : Scalar(0));
     });
@@ -115,14 +115,6 @@ class FeedForward {
   }
 
  private:
-  // Row r (sequence r / n, position r % n) of a (tokens, d_ff) block through
-  // the hidden dropout mask, in place: apply_dropout's mask.
-  void drop_row(const Cache& cache, Index r, Scalar* row, std::uint32_t threshold, Scalar keep_scale) const {
-    const Index n = cache.rows_per_sequence, cols = hidden_dim();
-    kernels::dropout_row(row, row, cols, cache.stream.sequence(static_cast<std::uint64_t>(r / n)),
-                         static_cast<std::uint64_t>((r % n) * cols), threshold, keep_scale);
-  }
-
   Linear<Scalar> linear1_, linear2_;
   Activation activation_ = Activation::ReLU;
   double p_ = 0;

@@ -12,7 +12,7 @@
 // heap and to keep up to 1 GiB of freed heap memory instead of returning it
 // to the OS: freed caches are then reused as they are. It changes the whole
 // process's allocator, which is why the library never calls it on its own:
-// a program opts in, once, at start-up (the examples do). Peak memory does
+// a program opts in, once, at start-up (train_deprel does). Peak memory does
 // not grow (the heap holds what the largest step needs anyway); memory is
 // returned to the OS only when more than 1 GiB is free at the heap's top.
 // Another allocator (jemalloc, tcmalloc through LD_PRELOAD) achieves the same.
