@@ -252,6 +252,47 @@ TEMPLATE_TEST_CASE("gemm gives the same bits for C computed whole, in row or col
   }
 }
 
+// A product that fits one cache block in every dimension takes a path that
+// reads operands in place instead of packing them (gemm_one_block); its
+// elements must be the blocked path's bits. Rows of C computed in blocks of
+// 40 (every version's MC is larger) against C computed whole with m = 203
+// (larger than every MC: the blocked path), for every op, with edge tiles in
+// both directions (n = 77, 40 = 6 * 6 + 4 rows) and k up to KC.
+TEMPLATE_TEST_CASE("gemm's one-block path gives the blocked path's bits, for every op",
+                   "[kernels][gemm][determinism]", float, double) {
+  using S = TestType;
+  const Index m = 203, n = 77;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const Index k : {Index(1), Index(37), Index(256)}) {
+    std::vector<S> A(m * k), B(n * k);
+    for (auto& x : A) x = S(u(rng));
+    for (auto& x : B) x = S(u(rng));
+    for (KernelIsa isa : available_isas()) {
+      IsaGuard guard(isa);
+      for (Op oa : {Op::none, Op::transpose})
+        for (Op ob : {Op::none, Op::transpose}) {
+          INFO(describe({oa, ob, m, n, k, 0.75, 1.0}, isa));
+          const bool ta = oa == Op::transpose, tb = ob == Op::transpose;
+          const Index lda = ta ? m : k, ldb = tb ? k : n;
+          // op(A) rows [r0, r0 + rows): A's rows, or A^T's columns.
+          const auto run = [&](Index r0, Index rows, std::vector<S>& C) {
+            synattn::kernels::gemm<S>(oa, ob, rows, n, k, S(0.75), A.data() + (ta ? r0 : r0 * lda), lda, B.data(),
+                                      ldb, S(1), C.data() + r0 * n, n);
+          };
+          std::vector<S> C0(m * n);
+          for (auto& x : C0) x = S(u(rng));
+          std::vector<S> whole = C0, blocks = C0;
+          run(0, m, whole);
+          for (Index r0 = 0; r0 < m; r0 += 40) run(r0, std::min<Index>(40, m - r0), blocks);
+          int differing = 0;
+          for (std::size_t i = 0; i < whole.size(); ++i) differing += whole[i] != blocks[i];
+          CHECK(differing == 0);
+        }
+    }
+  }
+}
+
 TEST_CASE("gemm rejects negative sizes and short leading dimensions, naming the argument", "[kernels][gemm]") {
   using Catch::Matchers::Contains;
   std::vector<float> A(64), B(64), C(64);

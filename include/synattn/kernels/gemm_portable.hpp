@@ -5,6 +5,8 @@
 #ifndef SYNATTN_KERNELS_GEMM_PORTABLE_HPP
 #define SYNATTN_KERNELS_GEMM_PORTABLE_HPP
 
+#include <cmath>
+
 #include "gemm_support.hpp"
 
 namespace synattn {
@@ -24,7 +26,17 @@ struct Packet {
   static V load(const Scalar* p) noexcept { return *p; }
   static void store(Scalar* p, V v) noexcept { *p = v; }
   static V mul(V a, V b) noexcept { return a * b; }
+  // Where the target has a fused multiply-add the compiler may contract
+  // a * b + c into one, or not, differently in each instantiation of the
+  // micro-kernel (measured: GCC -O3 -march=native fused in one and not in
+  // another, so the one-block and blocked paths gave different bits); std::fma
+  // there makes every multiply-add one rounding. Without the instruction
+  // nothing can be contracted and std::fma would be a slow library call.
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMA)
+  static V fmadd(V a, V b, V c) noexcept { return std::fma(a, b, c); }
+#else
   static V fmadd(V a, V b, V c) noexcept { return a * b + c; }
+#endif
 };
 
 #define SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
