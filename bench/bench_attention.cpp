@@ -11,7 +11,7 @@
 // Benchmarks: fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
 // training shapes and two single-sentence latency shapes (forward only), at
 // T = 1 and 2 threads; plus fma_peak/ISA/omp:T. Each layer iteration is
-// followed by the floor (the layer's own Eigen products on the same shapes,
+// followed by the floor (the layer's own products, through kernels::product, on the same shapes,
 // split into the same row blocks and (sequence, head) tasks, and nothing
 // else: no bias, softmax, masks, copies or checks), timed apart; Time is the
 // layer's (manual time). Counters: layer_ms and gemm_ms (median iterations),
@@ -60,6 +60,7 @@
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/io/npy.hpp>
 #include <synattn/kernels/linear_small.hpp>
+#include <synattn/kernels/product.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/conllu.hpp>
 #include <synattn/util/parallel.hpp>
@@ -316,8 +317,10 @@ synattn::AttentionOptions layer_options(const Shape& s) {
 // ---------------------------------------------------------------------------
 // The floor: the layer's products and nothing else (no bias, softmax, mask,
 // copies or checks), split into the same row blocks and (sequence, head)
-// tasks with the same parallel helpers, on the same shapes; the projections
-// through the same linear_product (the small-rows kernel at sentence sizes).
+// tasks with the same parallel helpers, on the same shapes, every product
+// through the layer's own kernels::product (the dispatched GEMM or Eigen's,
+// as the layer chooses) and the projections through the same linear_product
+// (the small-rows kernel at sentence sizes).
 // ---------------------------------------------------------------------------
 
 class GemmFloor {
@@ -352,6 +355,9 @@ class GemmFloor {
   // stored to the probability buffer only by the layer (a copy, not a GEMM).
   void forward() {
     using synattn::parallel_chunks;
+    using synattn::kernels::product;
+    using synattn::kernels::Transpose;
+    using synattn::kernels::Accumulate;
     const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk;
     // qkv (B*n, 3d) = x (B*n, d) [Wq; Wk; Wv]^T
     parallel_chunks(x_.rows(), double(w_.size()), [&](Index r0, Index m) {
@@ -368,8 +374,8 @@ class GemmFloor {
       const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
       const auto K = qkv_.block(b * n, hdk + a * dk, n, dk);
       const auto V = qkv_.block(b * n, 2 * hdk + a * dk, n, dk);
-      S.noalias() = (Q * inv_sqrt_dk_) * K.transpose();
-      ctx_.block(b * n + r0, a * dk, m, dk).noalias() = S * V;
+      product<Scalar>(S, Q, K, Transpose::rhs, Accumulate::no, inv_sqrt_dk_);
+      product<Scalar>(ctx_.block(b * n + r0, a * dk, m, dk), S, V);
     });
     // out (B*n, d) = ctx Wo^T
     parallel_chunks(ctx_.rows(), double(wo_.size()), [&](Index r0, Index m) {
@@ -383,13 +389,16 @@ class GemmFloor {
   // from the stored probabilities.
   void backward() {
     using synattn::parallel_chunks;
+    using synattn::kernels::product;
+    using synattn::kernels::Transpose;
+    using synattn::kernels::Accumulate;
     const Index n = s_.n, H = s_.heads, dk = dk_, hdk = H * dk, d = s_.d_model;
     // dctx (B*n, d) = G Wo; dWo (d, d) += G^T ctx
     parallel_chunks(dout_.rows(), double(wo_.size()), [&](Index r0, Index m) {
-      dctx_.middleRows(r0, m).noalias() = dout_.middleRows(r0, m) * wo_;
+      product<Scalar>(dctx_.middleRows(r0, m), dout_.middleRows(r0, m), wo_);
     });
     parallel_chunks(d, double(dout_.rows()) * double(d), [&](Index r0, Index m) {
-      dwo_.middleRows(r0, m).noalias() += dout_.middleCols(r0, m).transpose() * ctx_;
+      product<Scalar>(dwo_.middleRows(r0, m), dout_.middleCols(r0, m), ctx_, Transpose::lhs, Accumulate::yes);
     });
     // per (b, a): dP = dC V^T, dV = P^T dC, dQ = dS K / sqrt(dk), dK = dS^T Q / sqrt(dk)
     const double work = block_work() * double(4 * dk);
@@ -407,23 +416,19 @@ class GemmFloor {
         Eigen::Map<const Matrix> P(probs_.data() + (t * n + r0) * n, m, n);
         const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
         const auto dC = dctx_.block(b * n + r0, a * dk, m, dk);
-        dS.noalias() = dC * V.transpose();
-        if (r0 == 0) {
-          dV.noalias() = P.transpose() * dC;
-          dK.noalias() = (dS.transpose() * inv_sqrt_dk_) * Q;
-        } else {
-          dV.noalias() += P.transpose() * dC;
-          dK.noalias() += (dS.transpose() * inv_sqrt_dk_) * Q;
-        }
-        dqkv_.block(b * n + r0, a * dk, m, dk).noalias() = (dS * inv_sqrt_dk_) * K;
+        product<Scalar>(dS, dC, V, Transpose::rhs);
+        const Accumulate add = r0 == 0 ? Accumulate::no : Accumulate::yes;
+        product<Scalar>(dV, P, dC, Transpose::lhs, add);
+        product<Scalar>(dK, dS, Q, Transpose::lhs, add, inv_sqrt_dk_);
+        product<Scalar>(dqkv_.block(b * n + r0, a * dk, m, dk), dS, K, Transpose::none, Accumulate::no, inv_sqrt_dk_);
       }
     });
     // dW (3d, d) += dqkv^T x; dx (B*n, d) = dqkv [Wq; Wk; Wv]
     parallel_chunks(dw_.rows(), double(x_.rows()) * double(d), [&](Index r0, Index m) {
-      dw_.middleRows(r0, m).noalias() += dqkv_.middleCols(r0, m).transpose() * x_;
+      product<Scalar>(dw_.middleRows(r0, m), dqkv_.middleCols(r0, m), x_, Transpose::lhs, Accumulate::yes);
     });
     parallel_chunks(dqkv_.rows(), double(w_.size()), [&](Index r0, Index m) {
-      dx_.middleRows(r0, m).noalias() = dqkv_.middleRows(r0, m) * w_;
+      product<Scalar>(dx_.middleRows(r0, m), dqkv_.middleRows(r0, m), w_);
     });
   }
 

@@ -253,12 +253,14 @@ TEMPLATE_TEST_CASE("gemm gives the same bits for C computed whole, in row or col
 }
 
 // A product that fits one cache block in every dimension takes a path that
-// reads operands in place instead of packing them (gemm_one_block); its
-// elements must be the blocked path's bits. Rows of C computed in blocks of
-// 40 (every version's MC is larger) against C computed whole with m = 203
-// (larger than every MC: the blocked path), for every op, with edge tiles in
-// both directions (n = 77, 40 = 6 * 6 + 4 rows) and k up to KC.
-TEMPLATE_TEST_CASE("gemm's one-block path gives the blocked path's bits, for every op",
+// reads operands in place instead of packing them (gemm_one_block), and
+// with B transposed and few rows computes C^T instead (5 and 16 rows of 77
+// columns; 40 rows only when A is transposed too); its elements must be the
+// blocked path's bits. Rows of C computed in blocks of 40, 16 or 5 (every
+// version's MC is larger) against C computed whole with m = 203 (larger than
+// every MC: the blocked path), for every op, with edge tiles in both
+// directions (n = 77, 40 = 6 * 6 + 4 rows) and k up to KC.
+TEMPLATE_TEST_CASE("gemm's one-block path, plain or swapped, gives the blocked path's bits, for every op",
                    "[kernels][gemm][determinism]", float, double) {
   using S = TestType;
   const Index m = 203, n = 77;
@@ -282,12 +284,16 @@ TEMPLATE_TEST_CASE("gemm's one-block path gives the blocked path's bits, for eve
           };
           std::vector<S> C0(m * n);
           for (auto& x : C0) x = S(u(rng));
-          std::vector<S> whole = C0, blocks = C0;
+          std::vector<S> whole = C0;
           run(0, m, whole);
-          for (Index r0 = 0; r0 < m; r0 += 40) run(r0, std::min<Index>(40, m - r0), blocks);
-          int differing = 0;
-          for (std::size_t i = 0; i < whole.size(); ++i) differing += whole[i] != blocks[i];
-          CHECK(differing == 0);
+          for (const Index height : {Index(40), Index(16), Index(5)}) {
+            INFO("row blocks of " << height);
+            std::vector<S> blocks = C0;
+            for (Index r0 = 0; r0 < m; r0 += height) run(r0, std::min<Index>(height, m - r0), blocks);
+            int differing = 0;
+            for (std::size_t i = 0; i < whole.size(); ++i) differing += whole[i] != blocks[i];
+            CHECK(differing == 0);
+          }
         }
     }
   }
