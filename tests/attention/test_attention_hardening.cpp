@@ -334,3 +334,42 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     CHECK(layer.gradient("bo").cwiseAbs().minCoeff() == 6.0);  // dbo sums dout over every row
   }
 }
+
+TEMPLATE_TEST_CASE("all_finite finds one NaN or infinity anywhere, in contiguous and strided storage",
+                   "[attention][nan]", float, double) {
+  using S = TestType;
+  using synattn::attention_detail::all_finite;
+  using synattn::attention_detail::all_finite_contiguous;
+  const S bad[] = {std::numeric_limits<S>::quiet_NaN(), std::numeric_limits<S>::infinity(),
+                   -std::numeric_limits<S>::infinity()};
+  // Sizes around the 32 partial sums: the blocked part, the tail, and both.
+  for (const synattn::Index size : {0, 1, 31, 32, 33, 64, 1000}) {
+    std::vector<S> v(static_cast<std::size_t>(size), S(1.5));
+    CHECK(all_finite_contiguous(v.data(), size));
+    for (synattn::Index at = 0; at < size; at += std::max<synattn::Index>(1, size / 7)) {
+      for (const S x : bad) {
+        v[static_cast<std::size_t>(at)] = x;
+        INFO("size " << size << ", element " << at << " = " << x);
+        CHECK_FALSE(all_finite_contiguous(v.data(), size));
+        v[static_cast<std::size_t>(at)] = S(1.5);
+      }
+    }
+    CHECK(all_finite_contiguous(v.data(), size));
+  }
+  // Eigen views: a whole matrix (the contiguous path), a block whose rows are
+  // not contiguous with each other and a column (strided: Eigen's sum), each
+  // seeing only its own entries.
+  RowMajorMatrix<S> m = RowMajorMatrix<S>::Constant(37, 41, S(-2));
+  CHECK(all_finite(m));
+  m(36, 40) = bad[0];
+  CHECK_FALSE(all_finite(m));
+  CHECK(all_finite(m.block(0, 0, 36, 41)));
+  CHECK(all_finite(m.block(0, 0, 37, 40)));
+  CHECK_FALSE(all_finite(m.block(30, 35, 7, 6)));
+  CHECK_FALSE(all_finite(m.col(40)));
+  CHECK(all_finite(m.col(39)));
+  const Eigen::Map<const RowMajorMatrix<S>> map(m.data(), 36, 41);
+  CHECK(all_finite(map));
+  m(0, 0) = bad[1];
+  CHECK_FALSE(all_finite(map));
+}
