@@ -5,7 +5,9 @@
 //
 // kernels::product (the dispatched GEMM or Eigen's product, whichever
 // kernels/product.hpp picks) is the general path and the reference the tests
-// compare the kernel against. Define SYNATTN_PORTABLE_KERNELS to always use it.
+// compare the kernel against; for a few rows the dispatched GEMM avoids
+// packing B too, by computing C^T = B A^T (gemm_blocked.inc). Define
+// SYNATTN_PORTABLE_KERNELS to always use it.
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_HPP
 #define SYNATTN_KERNELS_LINEAR_SMALL_HPP
 
