@@ -11,10 +11,10 @@
 // Benchmarks: fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
 // training shapes and two single-sentence latency shapes (forward only), at
 // T = 1 and 2 threads; plus fma_peak/ISA/omp:T. Each layer iteration is
-// followed by the floor (the layer's own products, through kernels::product, on the same shapes,
-// split into the same row blocks and (sequence, head) tasks, and nothing
-// else: no bias, softmax, masks, copies or checks), timed apart; Time is the
-// layer's (manual time). Counters: layer_ms and gemm_ms (median iterations),
+// followed by the floor (the layer's own products, through kernels::product,
+// on the same shapes, split into the same row blocks and (sequence, head)
+// tasks, and nothing else: no bias, softmax, masks, copies or checks), timed
+// apart; Time is the layer's (manual time). Counters: layer_ms and gemm_ms (median iterations),
 // ratio_to_gemm (their ratio), GFLOPs (the layer's GEMM flops per second),
 // gemm_GFLOPs, fma_peak_GFLOPs (FMA throughput probed between iterations:
 // independent FMA chains, widest ISA compiled in), pct_of_peak, and cpu_util

@@ -15,7 +15,6 @@
 #include <limits>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "../bias/bias_table.hpp"
@@ -120,26 +119,18 @@ bool all_finite_contiguous(const Scalar* p, Index n) noexcept {
   return std::isfinite(total);
 }
 
-template <class Scalar, class Derived>
-bool all_finite_impl(const Derived& m, std::false_type) {
-  return std::isfinite((m.array() * Scalar(0)).sum());
-}
-
-template <class Scalar, class Derived>
-bool all_finite_impl(const Derived& m, std::true_type) {
-  if (m.innerStride() == 1 && (m.outerStride() == m.innerSize() || m.outerSize() <= 1))
-    return all_finite_contiguous(m.data(), m.size());
-  return all_finite_impl<Scalar>(m, std::false_type());
-}
-
 // True when every entry of m is finite. x * 0 is NaN exactly where x is NaN or
 // infinite, and a sum with a NaN term is NaN: one vectorised pass (Eigen's
 // allFinite() is ~30x slower); over contiguous storage, all_finite_contiguous.
 template <class Derived>
 bool all_finite(const Eigen::DenseBase<Derived>& m) {
   using Scalar = typename Derived::Scalar;
-  constexpr bool kDirect = (Eigen::internal::traits<Derived>::Flags & Eigen::DirectAccessBit) != 0;
-  return all_finite_impl<Scalar>(m.derived(), std::integral_constant<bool, kDirect>());
+  const Derived& d = m.derived();
+  if constexpr ((Derived::Flags & Eigen::DirectAccessBit) != 0) {
+    if (d.innerStride() == 1 && (d.outerStride() == d.innerSize() || d.outerSize() <= 1))
+      return all_finite_contiguous(d.data(), d.size());
+  }
+  return std::isfinite((d.array() * Scalar(0)).sum());
 }
 
 // Token rows (batch * n, width) of input or upstream gradient `name`: throws
