@@ -1,0 +1,508 @@
+// synattn — the decoder of the graph-based dependency parser: the maximum
+// spanning arborescence rooted at node 0 with exactly one child of the root
+// (Chu-Liu/Edmonds, non-projective).
+//
+// A biaffine parser scores every arc h -> d; the predicted tree is the
+// highest-scoring head assignment that is a tree hung from the artificial
+// root 0 with a single word under it, as in every UD treebank. The greedy
+// argmax per word is not a tree (cycles, several root words); projective
+// decoders (Eisner) would miss the crossing arcs real treebanks have.
+//
+// Single root, exactly and without a search over root words. Give every arc
+// the weight (r, s): r = 1 for an arc from the root, else 0, and s its score,
+// compared lexicographically as (-r, s): a non-root arc beats any root arc,
+// and arcs of the same kind compare by score. These pairs form an ordered
+// abelian group, and Edmonds' algorithm uses nothing else (additions,
+// subtractions, comparisons), so it finds the maximum in that order: the
+// fewest root children, then the best score among such trees. The fewest is
+// one whenever a single-root tree with a finite score exists. It is the
+// usual "subtract a huge constant M from every root arc" with M kept
+// symbolic: no M to pick that could be too small or round the scores away.
+// (Zmigrod, Vieira & Cotterell 2020, "Please Mind the Root", reach the same
+// optimum by deleting root arcs one by one; Gabow & Tarjan 1984 treat a
+// degree bound at the root in general.) A contraction never changes which
+// arcs leave the root (the root is never on a cycle), so r is never stored:
+// an arc is a root arc iff its head is slot 0.
+//
+// Cost: O(n^2) for the whole decode, not per contraction (Tarjan's dense
+// variant). After a cycle C is contracted, the best incoming arc of every
+// other node keeps its value (if it came from C, the merged arc from C is at
+// least as good and no better), so only C's own best arc is searched for:
+// O(n |C|) per contraction, the sizes of all cycles summing to < 2n. Finding
+// the next cycle is an O(n) walk of the best-arc graph. All work is in
+// double (float scores are widened once on load). Before any of it, the
+// common case of a trained parser is tried: if every word's best head, the
+// root competing as any other head, already makes a tree with one root
+// child, that tree is the answer (no tree can beat each word's best arc).
+//
+// Contractions are kept as a forest (each cycle a new node whose members are
+// the nodes it merged), every working arc remembering the original arc it
+// stands for. Expansion walks the forest top-down: each cycle keeps all its
+// arcs but the one into the member where the arc entering the cycle lands.
+//
+// Memory: the working copy of the scores ((n+1)^2 doubles and as many ints,
+// 12 bytes an arc; 485 KB at 200 words) and O(n) index arrays, all in
+// ArborescenceWorkspace. Buffers only grow, so after the first sentence of a
+// given length, decoding that length or shorter allocates nothing.
+#ifndef SYNATTN_PARSE_ARBORESCENCE_HPP
+#define SYNATTN_PARSE_ARBORESCENCE_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+
+namespace synattn {
+namespace parse {
+
+// Longest sentence max_spanning_tree accepts: the working matrices of
+// (n+1)^2 entries (12 bytes each) would pass 12 GiB beyond it, and every
+// index, (n+1)^2 included, stays an int.
+constexpr Index max_arborescence_words = Index(1) << 15;
+
+namespace detail {
+struct ArborescenceAccess;
+}
+
+// Reusable buffers: after the first call of a given size, decoding a sentence
+// of that size or smaller allocates nothing. One workspace per thread.
+class ArborescenceWorkspace {
+ public:
+  ArborescenceWorkspace() = default;
+  explicit ArborescenceWorkspace(Index n) { reserve(n); }
+
+  // Sizes the buffers for sentences of up to n words (they never shrink).
+  // max_spanning_tree calls it itself; calling it first only moves the
+  // allocation to a time of the caller's choosing.
+  inline void reserve(Index n);
+
+  // Longest sentence (in words) decoded without allocating.
+  Index max_words() const noexcept { return nodes_ > 0 ? nodes_ - 1 : 0; }
+
+  // Bytes held by the buffers; unchanged by a call that allocates nothing.
+  inline std::size_t capacity() const noexcept;
+
+ private:
+  friend struct detail::ArborescenceAccess;
+
+  Index nodes_ = 0;  // n + 1 of the longest sentence reserved for
+  // (n+1)^2, row-major with stride N = n + 1 of the current call: entry
+  // d * N + h is the working arc h -> d (slots, not words, once nodes are
+  // contracted), and the original arc it stands for, as dependent * N + head.
+  std::vector<double> weight_;
+  std::vector<int> orig_arc_;
+  // Per slot: best incoming slot, node id held, the active slots in
+  // increasing order, the current cycle, its arcs' weights, marks, walk stamps.
+  std::vector<int> best_, slot_id_, active_, cycle_;
+  std::vector<double> cycle_weight_;
+  std::vector<unsigned char> on_cycle_;
+  std::vector<long long> stamp_;
+  // Contraction forest over node ids (words 0..n, then one id per cycle):
+  // parent id, and per cycle the arc entering it (its original dependent),
+  // where its members start, and each member's id and cycle arc (original).
+  std::vector<int> parent_, enter_dep_, member_begin_;
+  std::vector<int> member_id_, member_arc_;
+};
+
+// scores: a view of n+1 rows, each of length >= n+1, row stride `ld`
+// (elements): scores[d * ld + h] = score of the arc h -> d (head h of
+// dependent d). Node 0 is the artificial root; row 0 and the diagonal are
+// ignored (never read), and so are the columns past n. Scores may be
+// -infinity (arc forbidden); NaN and +infinity are Errors.
+// Writes heads (size n+1): heads[0] = -1, heads[d] in [0, n] for d >= 1,
+// exactly one d with heads[d] == 0, no cycle, maximising
+// sum_d scores[d][heads[d]] among all such trees. Ties: one maximiser, the
+// same one on every call (the result depends on the scores only).
+// n = 0 (just the root) gives heads = {-1} and 0. If no such tree has a
+// finite score (e.g. a word whose every head is -inf), throws Error. On any
+// Error, heads is left as it was.
+// Returns the score of the tree: the sum of its arcs' scores, in double.
+template <class Scalar>
+double max_spanning_tree(const Scalar* scores, Index n, Index ld, std::vector<int>& heads,
+                         ArborescenceWorkspace& ws);
+
+namespace detail {
+
+inline constexpr const char* kMstName = "synattn::parse::max_spanning_tree: ";
+
+// "1, 4, 7" for up to 12 words, then "1, 4, ..., 9 (40 words)".
+inline std::string word_list_text(const std::vector<int>& words) {
+  constexpr std::size_t kShown = 12;
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (words.size() > kShown && i == kShown - 1) {
+      out += "..., " + std::to_string(words.back()) + " (" + std::to_string(words.size()) + " words)";
+      break;
+    }
+    if (i > 0) out += ", ";
+    out += std::to_string(words[i]);
+  }
+  return out;
+}
+
+struct ArborescenceAccess {
+  static std::size_t at(std::size_t nodes, int d, int h) {
+    return static_cast<std::size_t>(d) * nodes + static_cast<std::size_t>(h);
+  }
+
+  // Widens the scores into the working matrix, checking each one read. The
+  // row loop has no branch (it vectorises); a bad score is looked up after.
+  template <class Scalar>
+  static void load(ArborescenceWorkspace& ws, const Scalar* scores, int n, Index ld) {
+    const std::size_t N = static_cast<std::size_t>(n) + 1;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    for (int d = 1; d <= n; ++d) {
+      const Scalar* row = scores + static_cast<Index>(d) * ld;
+      double* w = ws.weight_.data() + at(N, d, 0);
+      int* arc = ws.orig_arc_.data() + at(N, d, 0);
+      const int base = static_cast<int>(at(N, d, 0));
+      int bad = 0;
+      for (int h = 0; h <= n; ++h) {
+        const double x = static_cast<double>(row[h]);
+        w[h] = x;
+        arc[h] = base + h;
+        bad |= static_cast<int>(h != d) & static_cast<int>(!(x < kInf));  // NaN or +inf
+      }
+      w[d] = -kInf;  // the diagonal: never an arc (a slot is not its own head)
+      if (bad == 0) continue;
+      for (int h = 0; h <= n; ++h) {
+        const double x = static_cast<double>(row[h]);
+        if (h != d && !(x < kInf))
+          throw Error(std::string(kMstName) + "scores[" + std::to_string(d) + " * ld + " +
+                      std::to_string(h) + "] (arc " + std::to_string(h) + " -> " + std::to_string(d) +
+                      ") is " + (std::isnan(x) ? "NaN" : "+infinity") +
+                      "; expected a finite score or -infinity (a forbidden arc)");
+      }
+    }
+  }
+
+  // The words (original nodes 1..n) inside node `id` of the forest.
+  static std::vector<int> words_of(const ArborescenceWorkspace& ws, int nodes, int id) {
+    std::vector<int> words;
+    for (int x = 1; x < nodes; ++x) {
+      int y = x;
+      while (y != id && y >= 0) y = ws.parent_[static_cast<std::size_t>(y)];
+      if (y == id) words.push_back(x);
+    }
+    return words;
+  }
+
+  [[noreturn]] static void fail_unreachable(const ArborescenceWorkspace& ws, int nodes, int id) {
+    const int n = nodes - 1;
+    if (id < nodes)
+      throw Error(std::string(kMstName) + "word " + std::to_string(id) +
+                  " has no possible head: every score scores[" + std::to_string(id) +
+                  " * ld + h] (arc h -> " + std::to_string(id) + ", h in [0, " + std::to_string(n) +
+                  "], h != " + std::to_string(id) + ") is -inf, so no tree with a finite score exists");
+    throw Error(std::string(kMstName) + "words " + word_list_text(words_of(ws, nodes, id)) +
+                " can take heads only from each other: every arc into them from the root or another "
+                "word is -inf, so no tree with a finite score exists");
+  }
+
+  // Returns the best incoming slot of slot d among the m active slots: the
+  // best finite non-root arc (the lowest slot on ties), else the root's arc
+  // if finite (the (-r, s) order), else -1.
+  static int best_head(const ArborescenceWorkspace& ws, std::size_t N, int m, int d) {
+    const double* row = ws.weight_.data() + at(N, d, 0);
+    const int* active = ws.active_.data();
+    int best = -1;
+    double best_w = -std::numeric_limits<double>::infinity();
+    for (int i = 1; i < m; ++i) {
+      const int h = active[i];
+      if (h != d && row[h] > best_w) {
+        best_w = row[h];
+        best = h;
+      }
+    }
+    if (best < 0 && row[0] > -std::numeric_limits<double>::infinity()) best = 0;
+    return best;
+  }
+
+  // best_head before any contraction (every slot active): the row's maximum
+  // (a vector reduction; the diagonal is -inf), then its first position.
+  static int best_head_first(const ArborescenceWorkspace& ws, std::size_t N, int d) {
+    const double* row = ws.weight_.data() + at(N, d, 0);
+    const Index words = static_cast<Index>(N) - 1;
+    const double top = Eigen::Map<const Eigen::ArrayXd>(row + 1, words).maxCoeff();
+    if (top > -std::numeric_limits<double>::infinity()) {
+      int h = 1;
+      while (row[h] != top) ++h;
+      return h;
+    }
+    return row[0] > -std::numeric_limits<double>::infinity() ? 0 : -1;
+  }
+
+  // Decodes the loaded matrix of `nodes` = n + 1 >= 2 nodes into heads.
+  static void decode(ArborescenceWorkspace& ws, int nodes, std::vector<int>& heads) {
+    const std::size_t N = static_cast<std::size_t>(nodes);
+    double* w = ws.weight_.data();
+    int* arcs = ws.orig_arc_.data();
+    int* best = ws.best_.data();
+    int* slot_id = ws.slot_id_.data();
+    int* active = ws.active_.data();
+    int* cycle = ws.cycle_.data();
+    double* cycle_w = ws.cycle_weight_.data();
+    unsigned char* on_cycle = ws.on_cycle_.data();
+    long long* stamp = ws.stamp_.data();
+    int* parent = ws.parent_.data();
+    int* enter_dep = ws.enter_dep_.data();
+    int* member_begin = ws.member_begin_.data();
+    int* member_id = ws.member_id_.data();
+    int* member_arc = ws.member_arc_.data();
+    const auto dep_of = [nodes](int arc) { return arc / nodes; };  // arcs are dependent * N + head
+    const auto head_of = [nodes](int arc) { return arc % nodes; };
+
+    // Slot 0 is the root, always active and first, never on a cycle (it has
+    // no incoming arc).
+    int m = nodes;
+    for (int s = 0; s < nodes; ++s) {
+      active[s] = s;
+      slot_id[s] = s;
+      parent[s] = -1;
+      stamp[s] = 0;
+      on_cycle[s] = 0;
+    }
+    for (int s = 1; s < nodes; ++s) {
+      best[s] = best_head_first(ws, N, s);
+      if (best[s] < 0) fail_unreachable(ws, nodes, s);
+    }
+
+    // Shortcut: each word's best head, the root competing as any other
+    // (winning ties, as the lowest index), bounds every tree's score from
+    // above; when it is itself a tree with one root child it is the answer.
+    // A trained parser's scores are mostly like that.
+    const auto plain = [&](int s) {
+      const int b = best[s];
+      return b == 0 || w[at(N, s, 0)] >= w[at(N, s, b)] ? 0 : b;
+    };
+    long long walks = 0;
+    int plain_root_children = 0;
+    for (int s = 1; s < nodes; ++s) plain_root_children += plain(s) == 0 ? 1 : 0;
+    if (plain_root_children == 1) {
+      bool tree = true;
+      for (int s = 1; s < nodes && tree; ++s) {  // the cycle search below, on plain()
+        if (stamp[s] > 0) continue;
+        const long long walk = ++walks;
+        int v = s;
+        while (v != 0 && stamp[v] == 0) {
+          stamp[v] = walk;
+          v = plain(v);
+        }
+        tree = v == 0 || stamp[v] != walk;
+      }
+      if (tree) {
+        heads.resize(N);
+        heads[0] = -1;
+        for (int s = 1; s < nodes; ++s) heads[static_cast<std::size_t>(s)] = plain(s);
+        return;
+      }
+    }
+
+    int next_id = nodes;  // ids of contracted cycles: nodes, nodes + 1, ...
+    int members = 0;
+    member_begin[0] = 0;
+    for (;;) {
+      // A cycle of the best-arc graph: walk from each slot not yet seen in
+      // this search until the root, a slot seen by an earlier walk (no cycle
+      // there), or one seen by this walk (a cycle through it).
+      int len = 0;
+      const long long base = walks;
+      for (int i = 1; i < m && len == 0; ++i) {
+        int v = active[i];
+        if (stamp[v] > base) continue;
+        const long long walk = ++walks;
+        while (v != 0 && stamp[v] <= base) {
+          stamp[v] = walk;
+          v = best[v];
+        }
+        if (v != 0 && stamp[v] == walk) {
+          int u = v;
+          do {
+            cycle[len++] = u;
+            u = best[u];
+          } while (u != v);
+        }
+      }
+      if (len == 0) break;
+
+      // Contract the cycle into its lowest slot r, as node `id`.
+      int r = cycle[0];
+      for (int k = 1; k < len; ++k) r = cycle[k] < r ? cycle[k] : r;
+      const int id = next_id++;
+      for (int k = 0; k < len; ++k) {
+        const int v = cycle[k];
+        const std::size_t e = at(N, v, best[v]);
+        on_cycle[v] = 1;
+        cycle_w[v] = w[e];
+        parent[slot_id[v]] = id;
+        member_id[members] = slot_id[v];
+        member_arc[members] = arcs[e];
+        ++members;
+      }
+      member_begin[id - nodes + 1] = members;
+      parent[id] = -1;
+      for (int i = 0; i < m; ++i) {
+        const int u = active[i];
+        if (on_cycle[u]) continue;
+        // u -> cycle: entering at v breaks v's cycle arc, so it is worth
+        // w(u -> v) - w(cycle arc into v); the best entry point wins. Root
+        // arcs stay root arcs (u == 0), and -inf stays -inf.
+        int in_v = cycle[0];
+        double in_w = w[at(N, in_v, u)] - cycle_w[in_v];
+        for (int k = 1; k < len; ++k) {
+          const int v = cycle[k];
+          const double x = w[at(N, v, u)] - cycle_w[v];
+          if (x > in_w) {
+            in_w = x;
+            in_v = v;
+          }
+        }
+        const std::size_t to = at(N, r, u);
+        arcs[to] = arcs[at(N, in_v, u)];
+        w[to] = in_w;
+        if (u == 0) continue;  // the root has no incoming arcs
+        // cycle -> u: the best arc from any member.
+        int out_v = cycle[0];
+        double out_w = w[at(N, u, out_v)];
+        for (int k = 1; k < len; ++k) {
+          const int v = cycle[k];
+          const double x = w[at(N, u, v)];
+          if (x > out_w) {
+            out_w = x;
+            out_v = v;
+          }
+        }
+        const std::size_t dst = at(N, u, r);
+        arcs[dst] = arcs[at(N, u, out_v)];
+        w[dst] = out_w;
+        // u's best arc came from the cycle: the merged arc has the same
+        // value (the best from the cycle is that one), so it stays best.
+        if (on_cycle[best[u]]) best[u] = r;
+      }
+      slot_id[r] = id;
+      int kept = 0;
+      for (int i = 0; i < m; ++i)
+        if (!on_cycle[active[i]] || active[i] == r) active[kept++] = active[i];
+      m = kept;
+      for (int k = 0; k < len; ++k) on_cycle[cycle[k]] = 0;
+      // Only the new node needs a search: every other best arc is unchanged.
+      best[r] = best_head(ws, N, m, r);
+      if (best[r] < 0) fail_unreachable(ws, nodes, id);
+    }
+
+    // No cycle left: the best arcs form a tree of the contracted graph. Root
+    // arcs are taken only when no other arc is finite, so several root
+    // children here mean every finite-score tree has that many.
+    int root_children = 0;
+    for (int i = 1; i < m; ++i) root_children += best[active[i]] == 0 ? 1 : 0;
+    if (root_children > 1) {
+      std::vector<int> words;
+      for (int i = 1; i < m; ++i)
+        if (best[active[i]] == 0) words.push_back(dep_of(arcs[at(N, active[i], 0)]));
+      throw Error(std::string(kMstName) + "no tree with exactly one root child has a finite score: "
+                  "every finite-score tree gives the root at least " + std::to_string(root_children) +
+                  " children (here words " + word_list_text(words) + ")");
+    }
+
+    // Expansion: the top-level arcs, then each cycle from the last made to
+    // the first (a cycle's members were all made before it), keeping every
+    // cycle arc but the one into the member the entering arc lands in.
+    heads.resize(N);
+    heads[0] = -1;
+    for (int i = 1; i < m; ++i) {
+      const int s = active[i];
+      const int arc = arcs[at(N, s, best[s])];
+      heads[static_cast<std::size_t>(dep_of(arc))] = head_of(arc);
+      if (slot_id[s] >= nodes) enter_dep[slot_id[s] - nodes] = dep_of(arc);
+    }
+    for (int c = next_id - 1; c >= nodes; --c) {
+      const int x = enter_dep[c - nodes];
+      int y = x;  // the member of c holding word x
+      while (parent[y] != c) y = parent[y];
+      for (int k = member_begin[c - nodes]; k < member_begin[c - nodes + 1]; ++k) {
+        const int mid = member_id[k];
+        const int dep = dep_of(member_arc[k]);
+        if (mid != y) heads[static_cast<std::size_t>(dep)] = head_of(member_arc[k]);
+        if (mid >= nodes) enter_dep[mid - nodes] = mid == y ? x : dep;
+      }
+    }
+  }
+};
+
+}  // namespace detail
+
+inline void ArborescenceWorkspace::reserve(Index n) {
+  if (n < 0 || n > max_arborescence_words)
+    throw Error("synattn::parse::ArborescenceWorkspace::reserve: n = " + std::to_string(n) +
+                ", expected 0 <= n <= " + std::to_string(max_arborescence_words) + " words");
+  const Index nodes = n + 1;
+  if (nodes <= nodes_) return;
+  const std::size_t N = static_cast<std::size_t>(nodes);
+  weight_.resize(N * N);
+  orig_arc_.resize(N * N);
+  best_.resize(N);
+  slot_id_.resize(N);
+  active_.resize(N);
+  cycle_.resize(N);
+  cycle_weight_.resize(N);
+  on_cycle_.resize(N);
+  stamp_.resize(N);
+  // Fewer than N cycles (each removes a slot) and fewer than 2N ids.
+  parent_.resize(2 * N);
+  enter_dep_.resize(N);
+  member_begin_.resize(N + 1);
+  member_id_.resize(2 * N);
+  member_arc_.resize(2 * N);
+  nodes_ = nodes;
+}
+
+inline std::size_t ArborescenceWorkspace::capacity() const noexcept {
+  const auto ints = [](const std::vector<int>& v) { return v.capacity() * sizeof(int); };
+  return weight_.capacity() * sizeof(double) + cycle_weight_.capacity() * sizeof(double) +
+         stamp_.capacity() * sizeof(long long) + on_cycle_.capacity() + ints(orig_arc_) + ints(best_) + ints(slot_id_) + ints(active_) + ints(cycle_) +
+         ints(parent_) + ints(enter_dep_) + ints(member_begin_) + ints(member_id_) +
+         ints(member_arc_);
+}
+
+template <class Scalar>
+double max_spanning_tree(const Scalar* scores, Index n, Index ld, std::vector<int>& heads,
+                         ArborescenceWorkspace& ws) {
+  static_assert(std::is_floating_point<Scalar>::value,
+                "max_spanning_tree: scores must be float, double or long double");
+  // Messages are built only on the error paths: no allocation otherwise.
+  const auto name = [] { return std::string(detail::kMstName); };
+  if (n < 0)
+    throw Error(name() + "n = " + std::to_string(n) + ", expected n >= 0 (the number of words, root excluded)");
+  if (n > max_arborescence_words)
+    throw Error(name() + "n = " + std::to_string(n) + ", expected at most " +
+                std::to_string(max_arborescence_words) + " words");
+  if (ld < n + 1)
+    throw Error(name() + "ld = " + std::to_string(ld) + ", expected ld >= n + 1 = " + std::to_string(n + 1) +
+                " (a row holds the root's score and one per word)");
+  if (n == 0) {
+    heads.assign(1, -1);
+    return 0.0;
+  }
+  if (scores == nullptr)
+    throw Error(name() + "scores is null, expected " + std::to_string(n + 1) + " rows of stride ld = " +
+                std::to_string(ld));
+  ws.reserve(n);
+  const int words = static_cast<int>(n);
+  detail::ArborescenceAccess::load(ws, scores, words, ld);
+  detail::ArborescenceAccess::decode(ws, words + 1, heads);
+  // The score from the caller's own numbers, not from the reweighted ones.
+  double total = 0.0;
+  for (int d = 1; d <= words; ++d)
+    total += static_cast<double>(scores[static_cast<Index>(d) * ld + heads[static_cast<std::size_t>(d)]]);
+  return total;
+}
+
+}  // namespace parse
+}  // namespace synattn
+
+#endif  // SYNATTN_PARSE_ARBORESCENCE_HPP
