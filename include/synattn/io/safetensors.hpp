@@ -49,6 +49,7 @@
 
 #include "../config.hpp"
 #include "../error.hpp"
+#include "atomic_file.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "synattn/io/safetensors.hpp supports little-endian hosts only (safetensors data is little-endian raw bytes)"
@@ -379,20 +380,12 @@ inline SafetensorsFile load_safetensors(const std::string& path) {
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 
-// Writes `file` to `path` through a temporary file renamed into place, so an
-// interrupted save never leaves a truncated file under the final name.
+// Writes `file` to `path` atomically (io/atomic_file.hpp: a unique
+// temporary file, synced, renamed into place), so an interrupted or failed
+// save never leaves a truncated file under the final name, nor a temporary
+// file beside it.
 inline void save_safetensors(const std::string& path, const SafetensorsFile& file) {
-  const std::string bytes = serialize_safetensors(file);
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("save_safetensors: cannot open '" + temp + "' for writing: " + std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) throw Error("save_safetensors: writing '" + temp + "' failed");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw Error("save_safetensors: cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+  write_file_atomically(path, serialize_safetensors(file), "save_safetensors");
 }
 
 inline void save_safetensors(const std::string& path, const std::map<std::string, SafeTensor>& tensors,
