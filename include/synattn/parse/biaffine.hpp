@@ -1,0 +1,245 @@
+// synattn — the biaffine scorers of Dozat & Manning (2017).
+//
+// ArcBiaffine scores every (dependent, head) pair of a sequence:
+//   S[i, j] = d_i^T U h_j + u . h_j
+// where d_i, h_j are the dependent and head representations (MLP outputs) of
+// positions i and j. The u . h_j term is a prior of word j being a head at
+// all; a term in d_i alone would be the same for every head of row i and
+// cancel in the softmax over heads, so it is left out.
+//
+// LabelBiaffine scores every relation of a dependent given its head:
+//   s[t, l] = [d_t; 1]^T W_l [h_t; 1]
+// (bilinear, both linear terms and a bias, in one (d+1) x (d+1) matrix per
+// label), where row t of the head input already holds the representation of
+// dependent t's head (gold while training, predicted when parsing).
+//
+// Both start at zero, as in the reference implementation: a fresh parser's
+// scores are uniform and the first gradients come from the MLPs' outputs.
+// Products go through kernels::product in a fixed split (per sequence, or
+// fixed row blocks), so results are bit-identical at any thread count.
+#ifndef SYNATTN_PARSE_BIAFFINE_HPP
+#define SYNATTN_PARSE_BIAFFINE_HPP
+
+#include <Eigen/Core>
+
+#include <string>
+
+#include "../error.hpp"
+#include "../kernels/product.hpp"
+#include "../matrix.hpp"
+#include "../util/parallel.hpp"
+#include "../util/parameters.hpp"
+
+namespace synattn {
+namespace parse {
+
+namespace biaffine_detail {
+inline void check_shape(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols) {
+  if (rows != want_rows || cols != want_cols)
+    throw Error(std::string(fn) + ": " + name + " is " + std::to_string(rows) + "x" + std::to_string(cols) +
+                ", expected " + std::to_string(want_rows) + "x" + std::to_string(want_cols));
+}
+}  // namespace biaffine_detail
+
+template <class Scalar>
+struct ArcBiaffineCache {
+  RowMajorMatrix<Scalar> dep_u;  // (B * m, d): D U
+  RowMajorMatrix<Scalar> ddep_u;
+  Eigen::Matrix<Scalar, Eigen::Dynamic, 1> column_sums;  // (B * m): sum_i dS[i, j] per sequence
+  const void* owner = nullptr;
+  Index rows = -1, m = -1;
+};
+
+template <class Scalar>
+class ArcBiaffine {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Cache = ArcBiaffineCache<Scalar>;
+
+  // Parameters "weight" (d, d) = U and "head_bias" (1, d) = u, zero.
+  explicit ArcBiaffine(int d) : d_(d) {
+    if (d < 1) throw Error("ArcBiaffine: d must be >= 1, got " + std::to_string(d));
+    weight_ = store_.add("weight", d, d);
+    bias_ = store_.add("head_bias", 1, d);
+  }
+
+  int dim() const noexcept { return d_; }
+
+  // dep, head (B * m, d) -> scores (B * m, m): row b * m + i holds S_b[i, :].
+  void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Index m, Cache& c,
+               Eigen::Ref<Matrix> scores) const {
+    const char* fn = "ArcBiaffine::forward";
+    check_inputs(fn, dep, head, m);
+    biaffine_detail::check_shape(fn, "scores", scores.rows(), scores.cols(), dep.rows(), m);
+    const Index B = dep.rows() / m;
+    const auto U = store_.value(weight_);
+    const auto u = store_.value(bias_);
+    // dep_u (B * m, d) = D U
+    c.dep_u.resize(dep.rows(), d_);
+    parallel_chunks(dep.rows(), double(d_) * d_,
+                    [&](Index r0, Index n) { kernels::product<Scalar>(c.dep_u.middleRows(r0, n), dep.middleRows(r0, n), U); });
+    // S_b (m, m) = dep_u_b H_b^T + 1 (H_b u^T)^T
+    parallel_for(B, double(m) * m * d_, [&](Index b) {
+      auto S = scores.middleRows(b * m, m);
+      const auto Hb = head.middleRows(b * m, m);
+      kernels::product<Scalar>(S, c.dep_u.middleRows(b * m, m), Hb, kernels::Transpose::rhs);
+      const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> prior = (Hb * u.transpose()).transpose();  // (1, m)
+      S.rowwise() += prior;
+    });
+    c.owner = this;
+    c.rows = dep.rows();
+    c.m = m;
+  }
+
+  // dscores (B * m, m) -> ddep, dhead (B * m, d) (overwritten); adds dU, du.
+  void backward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
+                const Eigen::Ref<const Matrix>& dscores, Cache& c, Matrix& ddep, Matrix& dhead) {
+    const char* fn = "ArcBiaffine::backward";
+    if (c.owner != this || c.rows != dep.rows()) throw Error(std::string(fn) + ": the cache holds no forward pass of this layer for these inputs");
+    const Index m = c.m;
+    check_inputs(fn, dep, head, m);
+    biaffine_detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), dep.rows(), m);
+    const Index B = dep.rows() / m;
+    const auto U = store_.value(weight_);
+    const auto u = store_.value(bias_);
+    c.ddep_u.resize(dep.rows(), d_);
+    dhead.resize(dep.rows(), d_);
+    c.column_sums.resize(dep.rows());
+    parallel_for(B, double(m) * m * d_ * 2, [&](Index b) {
+      const auto dS = dscores.middleRows(b * m, m);  // (m, m)
+      const auto Hb = head.middleRows(b * m, m);     // (m, d)
+      // d(dep_u)_b (m, d) = dS_b H_b
+      kernels::product<Scalar>(c.ddep_u.middleRows(b * m, m), dS, Hb);
+      // dH_b (m, d) = dS_b^T dep_u_b + colsum(dS_b)^T u
+      kernels::product<Scalar>(dhead.middleRows(b * m, m), dS, c.dep_u.middleRows(b * m, m), kernels::Transpose::lhs);
+      auto sums = c.column_sums.segment(b * m, m);
+      sums = dS.colwise().sum().transpose();
+      dhead.middleRows(b * m, m).noalias() += sums * u;
+    });
+    // dU (d, d) += D^T d(dep_u);  du (1, d) += colsum(dS)^T H
+    auto dU = store_.gradient(weight_);
+    kernels::product<Scalar>(dU, dep, c.ddep_u, kernels::Transpose::lhs, kernels::Accumulate::yes);
+    auto du = store_.gradient(bias_);
+    du.noalias() += c.column_sums.transpose() * head;
+    // dD (B * m, d) = d(dep_u) U^T
+    ddep.resize(dep.rows(), d_);
+    parallel_chunks(dep.rows(), double(d_) * d_, [&](Index r0, Index n) {
+      kernels::product<Scalar>(ddep.middleRows(r0, n), c.ddep_u.middleRows(r0, n), U, kernels::Transpose::rhs);
+    });
+  }
+
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  void zero_grad() { store_.zero_grad(); }
+
+ private:
+  void check_inputs(const char* fn, const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
+                    Index m) const {
+    if (m < 1 || dep.rows() % m != 0)
+      throw Error(std::string(fn) + ": m = " + std::to_string(m) + " must be >= 1 and divide the " +
+                  std::to_string(dep.rows()) + " rows of dep");
+    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), dep.rows(), d_);
+    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), dep.rows(), d_);
+  }
+
+  int d_ = 0;
+  ParameterStore<Scalar> store_;
+  int weight_ = -1, bias_ = -1;
+};
+
+template <class Scalar>
+struct LabelBiaffineCache {
+  RowMajorMatrix<Scalar> dep1, head1;  // (T, d + 1): inputs with a 1 appended
+  RowMajorMatrix<Scalar> projected;    // (T, L * (d + 1)): [d; 1]^T W_l for every l
+  RowMajorMatrix<Scalar> dprojected, ddep1;
+  const void* owner = nullptr;
+};
+
+template <class Scalar>
+class LabelBiaffine {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Cache = LabelBiaffineCache<Scalar>;
+
+  // Parameter "weight" (d + 1, L * (d + 1)), zero: column block l is W_l.
+  LabelBiaffine(int d, int labels) : d_(d), labels_(labels) {
+    if (d < 1 || labels < 1)
+      throw Error("LabelBiaffine: d and labels must be >= 1, got d " + std::to_string(d) + ", labels " +
+                  std::to_string(labels));
+    weight_ = store_.add("weight", d + 1, Index(labels) * (d + 1));
+  }
+
+  int dim() const noexcept { return d_; }
+  int num_labels() const noexcept { return labels_; }
+
+  // dep, head (T, d) -> logits (T, L).
+  void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
+               Eigen::Ref<Matrix> logits) const {
+    const char* fn = "LabelBiaffine::forward";
+    const Index T = dep.rows(), d1 = d_ + 1;
+    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
+    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
+    biaffine_detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
+    append_one(dep, c.dep1);
+    append_one(head, c.head1);
+    const auto W = store_.value(weight_);
+    // projected (T, L * d1) = dep1 W
+    c.projected.resize(T, Index(labels_) * d1);
+    parallel_chunks(T, double(d1) * d1 * labels_, [&](Index r0, Index n) {
+      kernels::product<Scalar>(c.projected.middleRows(r0, n), c.dep1.middleRows(r0, n), W);
+    });
+    // logits[t, l] = projected[t, l-block] . head1[t]
+    for (Index t = 0; t < T; ++t) {
+      const auto P = Eigen::Map<const Matrix>(c.projected.row(t).data(), labels_, d1);  // (L, d1)
+      logits.row(t).noalias() = (P * c.head1.row(t).transpose()).transpose();
+    }
+    c.owner = this;
+  }
+
+  // dlogits (T, L) -> ddep, dhead (T, d) (overwritten); adds dW.
+  void backward(const Eigen::Ref<const Matrix>& dlogits, Cache& c, Matrix& ddep, Matrix& dhead) {
+    const char* fn = "LabelBiaffine::backward";
+    if (c.owner != this) throw Error(std::string(fn) + ": the cache holds no forward pass of this layer");
+    const Index T = c.dep1.rows(), d1 = d_ + 1;
+    biaffine_detail::check_shape(fn, "dlogits", dlogits.rows(), dlogits.cols(), T, labels_);
+    c.dprojected.resize(T, Index(labels_) * d1);
+    dhead.resize(T, d_);
+    for (Index t = 0; t < T; ++t) {
+      const auto P = Eigen::Map<const Matrix>(c.projected.row(t).data(), labels_, d1);  // (L, d1)
+      auto dP = Eigen::Map<Matrix>(c.dprojected.row(t).data(), labels_, d1);           // (L, d1)
+      // dP (L, d1) = dlogits[t]^T head1[t];  dhead1[t] (d1) = dlogits[t] P
+      dP.noalias() = dlogits.row(t).transpose() * c.head1.row(t);
+      const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> dh1 = dlogits.row(t) * P;
+      dhead.row(t) = dh1.head(d_);
+    }
+    // dW (d1, L * d1) += dep1^T dprojected;  ddep1 (T, d1) = dprojected W^T
+    auto dW = store_.gradient(weight_);
+    kernels::product<Scalar>(dW, c.dep1, c.dprojected, kernels::Transpose::lhs, kernels::Accumulate::yes);
+    const auto W = store_.value(weight_);
+    c.ddep1.resize(T, d1);
+    parallel_chunks(T, double(d1) * d1 * labels_, [&](Index r0, Index n) {
+      kernels::product<Scalar>(c.ddep1.middleRows(r0, n), c.dprojected.middleRows(r0, n), W, kernels::Transpose::rhs);
+    });
+    ddep = c.ddep1.leftCols(d_);
+  }
+
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  void zero_grad() { store_.zero_grad(); }
+
+ private:
+  void append_one(const Eigen::Ref<const Matrix>& x, Matrix& out) const {
+    out.resize(x.rows(), d_ + 1);
+    out.leftCols(d_) = x;
+    out.col(d_).setOnes();
+  }
+
+  int d_ = 0, labels_ = 0;
+  ParameterStore<Scalar> store_;
+  int weight_ = -1;
+};
+
+}  // namespace parse
+}  // namespace synattn
+
+#endif  // SYNATTN_PARSE_BIAFFINE_HPP

@@ -1,0 +1,527 @@
+// synattn — BiaffineParser: a graph-based dependency parser (Dozat & Manning,
+// 2017) built from synattn's own layers.
+//
+//   word ids -> Embedding(words, word_dim) ┐
+//   chars    -> CharCnn(filters)           ┴ concat -> Dropout -> Linear(d_model) (+ sinusoidal positions)
+//     -> Encoder (pre-norm Transformer; the attention bias over *sequence*
+//        distance, T5-style relative-position buckets: a parser has no tree yet)
+//     -> four MLPs (Linear + LeakyReLU(0.1) + Dropout): arc-dependent, arc-head (arc_dim),
+//        label-dependent, label-head (label_dim)
+//     -> ArcBiaffine: S[i, j], the score of head j for word i   (over the sequence, root at 0)
+//     -> LabelBiaffine at the head: relation logits
+//     -> optionally a UPOS classifier on the encoder output, trained jointly
+//
+// Training loss (per word, summed and divided by the batch's words):
+// cross-entropy of the gold head over the row S[i, 0..n] (padding and the
+// word itself masked), plus cross-entropy of the gold relation given the
+// gold head, plus upos_weight times the tagger's cross-entropy.
+//
+// Parsing: S decoded into the best tree with one word under the root
+// (arborescence.hpp: Chu-Liu/Edmonds, non-projective), then each word's
+// relation by argmax given its predicted head. Sentences of a batch are
+// decoded in parallel; every step keeps a fixed split, so heads, relations
+// and every float are the same at any thread count.
+//
+// Every parameter lives in one flat buffer (parameters(), gradients(),
+// parameter_infos()), as in nn::SyntaxTransformerTagger, so the optimisers
+// and checkpoints apply unchanged. forward() is const and writes an explicit
+// cache; one model can serve several threads, each with its own cache.
+#ifndef SYNATTN_PARSE_PARSER_HPP
+#define SYNATTN_PARSE_PARSER_HPP
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../matrix.hpp"
+#include "../nn/common.hpp"
+#include "../nn/embedding.hpp"
+#include "../nn/encoder.hpp"
+#include "../nn/linear.hpp"
+#include "../nn/parameter_binding.hpp"
+#include "../nn/token_classifier.hpp"
+#include "../util/parallel.hpp"
+#include "../util/parameters.hpp"
+#include "../util/random.hpp"
+#include "arborescence.hpp"
+#include "biaffine.hpp"
+#include "char_cnn.hpp"
+#include "parser_batch.hpp"
+
+namespace synattn {
+namespace parse {
+
+struct ParserOptions {
+  int num_words = 0;   // vocabulary sizes (ParserVocabulary)
+  int num_chars = 0;
+  int num_upos = 0;    // 0: no tagging head
+  int num_labels = 0;
+
+  int word_dim = 128;
+  int char_dim = 32;
+  int char_filters = 128;
+  int char_width = 3;
+  bool use_chars = true;
+
+  int d_model = 256;
+  int heads = 8;
+  int d_ff = 1024;
+  int layers = 4;
+  bool relative_bias = true;    // the attention bias over sequence distance
+  bool bias_per_head = true;
+  bool absolute_positions = true;
+
+  int arc_dim = 400;
+  int label_dim = 100;
+  double leaky_slope = 0.1;
+
+  double embedding_dropout = 0.33;
+  double encoder_dropout = 0.1;  // attention output, FFN hidden and output
+  double attention_dropout = 0.1;
+  double mlp_dropout = 0.33;
+  double upos_weight = 1.0;
+
+  int max_length = 512;
+  std::uint64_t seed = 1;
+
+  void validate() const {
+    const auto positive = [](const char* what, int v) {
+      if (v < 1) throw Error(std::string("ParserOptions: ") + what + " must be >= 1, got " + std::to_string(v));
+    };
+    if (num_words < kReservedWords)
+      throw Error("ParserOptions: num_words must be >= " + std::to_string(kReservedWords) + ", got " +
+                  std::to_string(num_words));
+    if (use_chars && num_chars < kReservedChars)
+      throw Error("ParserOptions: num_chars must be >= " + std::to_string(kReservedChars) + ", got " +
+                  std::to_string(num_chars));
+    if (num_upos < 0) throw Error("ParserOptions: num_upos must be >= 0, got " + std::to_string(num_upos));
+    positive("num_labels", num_labels);
+    positive("word_dim", word_dim);
+    positive("d_model", d_model);
+    positive("heads", heads);
+    positive("layers", layers);
+    positive("arc_dim", arc_dim);
+    positive("label_dim", label_dim);
+    if (d_model % heads != 0)
+      throw Error("ParserOptions: d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" +
+                  std::to_string(heads) + ")");
+    nn::check_probability("ParserOptions.embedding_dropout", embedding_dropout);
+    nn::check_probability("ParserOptions.encoder_dropout", encoder_dropout);
+    nn::check_probability("ParserOptions.attention_dropout", attention_dropout);
+    nn::check_probability("ParserOptions.mlp_dropout", mlp_dropout);
+    if (!(upos_weight >= 0) || !std::isfinite(upos_weight))
+      throw Error("ParserOptions: upos_weight must be finite and >= 0, got " + std::to_string(upos_weight));
+  }
+
+  int input_dim() const noexcept { return word_dim + (use_chars ? char_filters : 0); }
+
+  nn::EncoderOptions encoder_options() const {
+    nn::EncoderOptions e;
+    e.layers = layers;
+    e.layer.attention.d_model = d_model;
+    e.layer.attention.heads = heads;
+    e.layer.attention.bias.bucketing = Bucketing::linear(kRelativePositionBuckets - 1);
+    e.layer.attention.bias.per_head = bias_per_head;
+    e.layer.attention.dropout = attention_dropout;
+    e.layer.d_ff = d_ff;
+    e.layer.activation = nn::Activation::ReLU;
+    e.layer.pre_norm = true;
+    e.layer.attention_output_dropout = encoder_dropout;
+    e.layer.ffn_hidden_dropout = encoder_dropout;
+    e.layer.ffn_output_dropout = encoder_dropout;
+    e.layer.seed = RandomStream(seed).derive(4).key();
+    e.bias_layers = relative_bias ? nn::BiasLayers::All : nn::BiasLayers::None;
+    e.final_norm = true;
+    return e;
+  }
+};
+
+// What a loss() call measured (sums over the batch's words).
+struct ParserLoss {
+  double loss = 0;           // the normalised total
+  double arc_sum = 0, label_sum = 0, upos_sum = 0;
+  Index words = 0;
+};
+
+template <class Scalar>
+struct ParserCache {
+  using Matrix = RowMajorMatrix<Scalar>;
+  static constexpr int kMlps = 4;  // arc-dep, arc-head, label-dep, label-head
+  // Forward
+  Index m = 0;
+  std::vector<int> lengths;
+  nn::IdVector words;
+  Matrix word_rows, char_rows, input, projected;  // (R, word_dim), (R, filters), (R, input_dim), (R, d)
+  CharCnnCache<Scalar> chars;
+  nn::EncoderCache<Scalar> encoder;
+  Matrix mlp_pre[kMlps], mlp_out[kMlps];          // (R, arc_dim | label_dim)
+  ArcBiaffineCache<Scalar> arc;
+  Matrix scores;                                  // (R, m): S, padding and self masked
+  Matrix upos_logits;                             // (R, num_upos)
+  // Labels at the heads loss() or parse() chose
+  std::vector<Index> label_dep_rows, label_head_rows;
+  Matrix label_dep, label_head, label_logits;     // (T, label_dim), (T, L)
+  LabelBiaffineCache<Scalar> label;
+  // Backward
+  Matrix dscores, dlabel_logits, dupos_logits, dlabel_dep, dlabel_head, dmlp[kMlps], dh, dpart, dprojected, dinput;
+  Matrix dword_rows, dchar_rows;
+  bool has_loss = false;
+  bool dropout = false;
+  RandomStream stream;
+  const void* owner = nullptr;
+};
+
+// Per-thread buffers of parse(): after the first batches, decoding a
+// sentence allocates nothing.
+struct ParseWorkspace {
+  std::vector<ArborescenceWorkspace> decoders;
+  std::vector<std::vector<int>> heads;
+};
+
+// A parsed batch: per position b * m + i (i >= 1 a word), its head (0 = root)
+// and relation id; -1 on the roots and padding.
+struct ParsedBatch {
+  nn::IdVector heads, labels, upos;
+};
+
+template <class Scalar>
+class BiaffineParser {
+ public:
+  using Matrix = RowMajorMatrix<Scalar>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  using Cache = ParserCache<Scalar>;
+
+  explicit BiaffineParser(const ParserOptions& options) : s_(options) { nn::bind_parameters(s_.root, visitor()); }
+  BiaffineParser(const BiaffineParser& other) : s_(other.s_) { rebind(); }
+  BiaffineParser(BiaffineParser&& other) : s_(std::move(other.s_)) { rebind(); }
+  BiaffineParser& operator=(const BiaffineParser& other) {
+    if (this != &other) {
+      s_ = other.s_;
+      rebind();
+    }
+    return *this;
+  }
+  BiaffineParser& operator=(BiaffineParser&& other) {
+    if (this != &other) {
+      s_ = std::move(other.s_);
+      rebind();
+    }
+    return *this;
+  }
+
+  const ParserOptions& options() const noexcept { return s_.options; }
+
+  // Encoder, MLPs, arc scores and tag logits of `batch` into the cache.
+  // `dropout` null: evaluation (no dropout).
+  void forward(const ParserBatch& batch, Cache& c, const RandomStream* dropout) const {
+    const ParserOptions& o = s_.options;
+    const Index m = batch.m, R = batch.words.size();
+    check_batch(batch);
+    c.m = m;
+    c.lengths = batch.lengths;
+    c.words = batch.words;
+    c.has_loss = false;
+    c.dropout = dropout != nullptr;
+    if (dropout) c.stream = *dropout;
+    // input (R, word_dim [+ filters]) = [E_w[word]; charcnn(chars)]
+    c.word_rows.resize(R, o.word_dim);
+    s_.words.forward(batch.words, c.word_rows);
+    c.input.resize(R, o.input_dim());
+    c.input.leftCols(o.word_dim) = c.word_rows;
+    if (o.use_chars) {
+      c.char_rows.resize(R, o.char_filters);
+      s_.chars.front().forward(batch.chars, batch.char_lengths, c.chars, c.char_rows);
+      c.input.rightCols(o.char_filters) = c.char_rows;
+    }
+    if (dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.input);
+    // projected (R, d) = input W^T + b (+ PE)
+    c.projected.resize(R, o.d_model);
+    s_.projection.forward(c.input, c.projected);
+    if (o.absolute_positions) s_.positions.add_to(c.projected, m);
+    const RandomStream enc = c.stream.derive(kSiteEncoder);
+    const Matrix& h = s_.encoder.forward(c.projected, batch.lengths, batch.buckets, c.encoder, dropout ? &enc : nullptr);
+    // mlp_out[k] (R, dim_k) = dropout(leaky_relu(h W_k^T + b_k))
+    for (int k = 0; k < Cache::kMlps; ++k) {
+      const nn::Linear<Scalar>& lin = s_.mlps[static_cast<std::size_t>(k)];
+      c.mlp_pre[k].resize(R, lin.out_features());
+      lin.forward(h, c.mlp_pre[k]);
+      const Scalar slope = static_cast<Scalar>(o.leaky_slope);
+      c.mlp_out[k] = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
+      if (dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
+    }
+    // scores (R, m): S_b[i, j], heads j outside [0, n_b] and j == i masked
+    c.scores.resize(R, m);
+    s_.arc.forward(c.mlp_out[0], c.mlp_out[1], m, c.arc, c.scores);
+    const Scalar neg_inf = -std::numeric_limits<Scalar>::infinity();
+    for (Index r = 0; r < R; ++r) {
+      const Index b = r / m, i = r % m;
+      const Index len = batch.lengths[static_cast<std::size_t>(b)];
+      if (len < m) c.scores.row(r).tail(m - len).setConstant(neg_inf);
+      c.scores(r, i) = neg_inf;
+    }
+    if (o.num_upos > 0) {
+      c.upos_logits.resize(R, o.num_upos);
+      s_.upos.front().forward(h, c.upos_logits);
+    }
+    c.owner = this;
+  }
+
+  // The training loss of the cached forward pass against the batch's gold
+  // heads, relations and tags; keeps what backward() needs. normaliser <= 0:
+  // the batch's words.
+  ParserLoss loss(const ParserBatch& batch, Cache& c, double normaliser = 0) const {
+    const char* fn = "BiaffineParser::loss";
+    if (c.owner != this || c.m != batch.m || c.lengths != batch.lengths)
+      throw Error(std::string(fn) + ": the cache holds no forward pass of this parser on this batch");
+    const ParserOptions& o = s_.options;
+    const Index R = batch.words.size();
+    ParserLoss out;
+    out.words = batch.words_count;
+    const double norm = normaliser > 0 ? normaliser : static_cast<double>(std::max<Index>(1, batch.words_count));
+    // Arc cross-entropy over each word's row.
+    const nn::LossResult arc = nn::cross_entropy<Scalar>(c.scores, batch.heads, batch.lengths, norm, &c.dscores);
+    out.arc_sum = arc.sum;
+    // Relations at the gold heads.
+    c.label_dep_rows.clear();
+    c.label_head_rows.clear();
+    std::vector<std::int32_t> gold;
+    for (Index r = 0; r < R; ++r) {
+      const Index b = r / c.m, i = r % c.m;
+      if (i == 0 || i >= batch.lengths[static_cast<std::size_t>(b)] || batch.heads[r] < 0) continue;
+      c.label_dep_rows.push_back(r);
+      c.label_head_rows.push_back(b * c.m + batch.heads[r]);
+      gold.push_back(batch.labels[r]);
+    }
+    label_forward(c);
+    const nn::IdVector gold_labels = Eigen::Map<const nn::IdVector>(gold.data(), static_cast<Index>(gold.size()));
+    const nn::LossResult lab = nn::cross_entropy<Scalar>(c.label_logits, gold_labels,
+                                                         {static_cast<int>(gold.size())}, norm, &c.dlabel_logits);
+    out.label_sum = lab.sum;
+    double total = arc.loss + lab.loss;
+    if (o.num_upos > 0 && o.upos_weight > 0) {
+      const nn::LossResult tag = nn::cross_entropy<Scalar>(c.upos_logits, batch.upos, batch.lengths, norm / o.upos_weight,
+                                                           &c.dupos_logits);
+      out.upos_sum = tag.sum;
+      total += tag.loss;
+    } else {
+      c.dupos_logits.resize(0, 0);
+    }
+    out.loss = total;
+    c.has_loss = true;
+    return out;
+  }
+
+  // Adds dL/dparameters of the last loss() into gradients().
+  void backward(Cache& c) {
+    const char* fn = "BiaffineParser::backward";
+    if (c.owner != this || !c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+    const ParserOptions& o = s_.options;
+    const Index R = c.words.size(), m = c.m;
+    const Matrix& h = c.encoder.outputs.back();
+    // Relations: dlabel_dep, dlabel_head (T, label_dim) -> scattered to their rows.
+    s_.label.backward(c.dlabel_logits, c.label, c.dlabel_dep, c.dlabel_head);
+    c.dmlp[2].setZero(R, o.label_dim);
+    c.dmlp[3].setZero(R, o.label_dim);
+    for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {  // in order: a head's sum is fixed
+      c.dmlp[2].row(c.label_dep_rows[t]) += c.dlabel_dep.row(static_cast<Index>(t));
+      c.dmlp[3].row(c.label_head_rows[t]) += c.dlabel_head.row(static_cast<Index>(t));
+    }
+    // Arcs: dS (R, m) -> d(arc-dep), d(arc-head) (R, arc_dim).
+    s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.dscores, c.arc, c.dmlp[0], c.dmlp[1]);
+    // MLPs: through dropout and the LeakyReLU, then dh (R, d) += dpre W_k.
+    c.dh.setZero(R, o.d_model);
+    const Scalar slope = static_cast<Scalar>(o.leaky_slope);
+    for (int k = 0; k < Cache::kMlps; ++k) {
+      Matrix& d = c.dmlp[k];
+      if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, d);
+      d = d.binaryExpr(c.mlp_pre[k], [slope](Scalar g, Scalar v) { return v > Scalar(0) ? g : slope * g; });
+      s_.mlps[static_cast<std::size_t>(k)].backward(h, d, &c.dpart);
+      c.dh += c.dpart;
+    }
+    if (o.num_upos > 0 && c.dupos_logits.rows() == R) {
+      s_.upos.front().backward(h, c.dupos_logits, &c.dpart);
+      c.dh += c.dpart;
+    }
+    // Encoder: dh -> dprojected (R, d); projection: -> dinput (R, input_dim).
+    s_.encoder.backward(c.encoder, c.dh, c.dprojected);
+    s_.projection.backward(c.input, c.dprojected, &c.dinput);
+    if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.dinput);
+    c.dword_rows = c.dinput.leftCols(o.word_dim);
+    s_.words.backward(c.words, c.dword_rows);
+    if (o.use_chars) {
+      c.dchar_rows = c.dinput.rightCols(o.char_filters);
+      s_.chars.front().backward(c.chars, c.dchar_rows);
+    }
+    c.has_loss = false;  // a second backward on this cache would add the gradients twice
+  }
+
+  ParserLoss loss_and_backward(const ParserBatch& batch, Cache& c, const RandomStream* dropout, double normaliser = 0) {
+    forward(batch, c, dropout);
+    const ParserLoss l = loss(batch, c, normaliser);
+    backward(c);
+    return l;
+  }
+
+  // Parses the batch: the best single-rooted tree per sentence, then the
+  // relations at its heads (and tags, with a tagging head). `ws` holds the
+  // decoders' per-thread buffers (grown here, reused across calls).
+  void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const {
+    forward(batch, c, nullptr);
+    const Index m = batch.m, R = batch.words.size();
+    const Index B = static_cast<Index>(batch.lengths.size());
+    out.heads.setConstant(R, -1);
+    out.labels.setConstant(R, -1);
+    out.upos.setConstant(R, -1);
+    double work = 0;
+    for (int len : batch.lengths) work += double(len) * len * len;
+    const int team = team_size(work);
+    if (static_cast<int>(ws.decoders.size()) < team) {
+      ws.decoders.resize(static_cast<std::size_t>(team));
+      ws.heads.resize(static_cast<std::size_t>(team));
+    }
+    parallel_for_threads(B, work, [&](Index b, int thread) {
+      const Index len = batch.lengths[static_cast<std::size_t>(b)];
+      std::vector<int>& heads = ws.heads[static_cast<std::size_t>(thread)];
+      max_spanning_tree<Scalar>(c.scores.data() + b * m * m, len - 1, m, heads,
+                                ws.decoders[static_cast<std::size_t>(thread)]);
+      for (Index i = 1; i < len; ++i) out.heads[b * m + i] = heads[static_cast<std::size_t>(i)];
+    });
+    c.label_dep_rows.clear();
+    c.label_head_rows.clear();
+    for (Index r = 0; r < R; ++r)
+      if (out.heads[r] >= 0) {
+        c.label_dep_rows.push_back(r);
+        c.label_head_rows.push_back((r / m) * m + out.heads[r]);
+      }
+    label_forward(c);
+    for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
+      Index best = 0;
+      c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
+      out.labels[c.label_dep_rows[t]] = static_cast<std::int32_t>(best);
+    }
+    if (s_.options.num_upos > 0)
+      for (Index r = 0; r < R; ++r)
+        if (out.heads[r] >= 0) {
+          Index best = 0;
+          c.upos_logits.row(r).maxCoeff(&best);
+          out.upos[r] = static_cast<std::int32_t>(best);
+        }
+  }
+
+  // ---- Parameters: one flat buffer ----
+  Index parameter_count() const noexcept { return s_.root.size(); }
+  Eigen::Map<Vector> parameters() { return s_.root.values(); }
+  Eigen::Map<const Vector> parameters() const { return s_.root.values(); }
+  Eigen::Map<Vector> gradients() { return s_.root.gradients(); }
+  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return s_.root.infos(); }
+  ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
+  Eigen::Map<Matrix> parameter(const std::string& name) { return s_.root.value(s_.root.id(name)); }
+  Eigen::Map<Matrix> gradient(const std::string& name) { return s_.root.gradient(s_.root.id(name)); }
+  void zero_grad() { s_.root.zero_grad(); }
+
+ private:
+  static constexpr std::uint64_t kSiteInput = 1, kSiteEncoder = 2, kSiteMlp = 10;
+
+  struct State {
+    explicit State(const ParserOptions& o)
+        : options((o.validate(), o)),
+          words(o.num_words, o.word_dim, RandomStream(o.seed).derive(1)),
+          projection(o.input_dim(), o.d_model, RandomStream(o.seed).derive(3)),
+          positions(o.d_model, o.max_length),
+          encoder(o.encoder_options()),
+          arc(o.arc_dim),
+          label(o.label_dim, o.num_labels) {
+      if (o.use_chars) {
+        CharCnnOptions co;
+        co.num_chars = o.num_chars;
+        co.char_dim = o.char_dim;
+        co.filters = o.char_filters;
+        co.width = o.char_width;
+        chars.emplace_back(co, RandomStream(o.seed).derive(2));
+      }
+      const int dims[4] = {o.arc_dim, o.arc_dim, o.label_dim, o.label_dim};
+      for (int k = 0; k < 4; ++k) mlps.emplace_back(o.d_model, dims[k], RandomStream(o.seed).derive(5).derive(k));
+      if (o.num_upos > 0) upos.emplace_back(o.d_model, o.num_upos, RandomStream(o.seed).derive(6));
+    }
+    ParserOptions options;
+    nn::Embedding<Scalar> words;
+    std::vector<CharCnn<Scalar>> chars;  // empty or one
+    nn::Linear<Scalar> projection;
+    nn::SinusoidalPositionalEncoding<Scalar> positions;
+    nn::Encoder<Scalar> encoder;
+    std::vector<nn::Linear<Scalar>> mlps;  // arc-dep, arc-head, label-dep, label-head
+    ArcBiaffine<Scalar> arc;
+    LabelBiaffine<Scalar> label;
+    std::vector<nn::Linear<Scalar>> upos;  // empty or one
+    ParameterStore<Scalar> root;
+  };
+
+  // Every sub-layer store, in the order of the flat buffer.
+  auto visitor() {
+    return [this](auto&& f) {
+      f(std::string("words."), s_.words.parameter_store(), std::string());
+      if (!s_.chars.empty()) s_.chars.front().visit_stores("chars.", f);
+      f(std::string("projection."), s_.projection.parameter_store(), std::string());
+      s_.encoder.visit_stores("encoder.", f);
+      const char* names[4] = {"arc_dep.", "arc_head.", "label_dep.", "label_head."};
+      for (std::size_t k = 0; k < s_.mlps.size(); ++k) f(std::string(names[k]), s_.mlps[k].parameter_store(), std::string());
+      f(std::string("arc."), s_.arc.parameter_store(), std::string());
+      f(std::string("label."), s_.label.parameter_store(), std::string());
+      if (!s_.upos.empty()) f(std::string("upos."), s_.upos.front().parameter_store(), std::string());
+    };
+  }
+  void rebind() { nn::rebind_parameters(s_.root, visitor()); }
+
+  void check_batch(const ParserBatch& batch) const {
+    const char* fn = "BiaffineParser::forward";
+    const Index m = batch.m, R = batch.words.size();
+    const Index B = static_cast<Index>(batch.lengths.size());
+    if (B < 1 || m < 1 || R != B * m)
+      throw Error(std::string(fn) + ": the batch has " + std::to_string(R) + " positions, expected lengths.size() (" +
+                  std::to_string(B) + ") x m (" + std::to_string(m) + ")");
+    for (std::size_t b = 0; b < batch.lengths.size(); ++b)
+      if (batch.lengths[b] < 1 || batch.lengths[b] > m)
+        throw Error(std::string(fn) + ": lengths[" + std::to_string(b) + "] = " + std::to_string(batch.lengths[b]) +
+                    " is outside [1, " + std::to_string(m) + "] (a sequence holds the root and its words)");
+    if (batch.heads.size() != R || batch.labels.size() != R || batch.upos.size() != R ||
+        static_cast<Index>(batch.char_lengths.size()) != R || batch.chars.rows() != R)
+      throw Error(std::string(fn) + ": heads, labels, upos, chars and char_lengths must have one row per position (" +
+                  std::to_string(R) + ")");
+    for (Index r = 0; r < R; ++r) {
+      const Index len = batch.lengths[static_cast<std::size_t>(r / m)];
+      const std::int32_t hd = batch.heads[r];
+      if (r % m == 0 || r % m >= len || hd == nn::kIgnoreLabel) continue;
+      if (hd < 0 || hd >= len || hd == r % m)
+        throw Error(std::string(fn) + ": heads[" + std::to_string(r) + "] = " + std::to_string(hd) +
+                    " is not another position of its sentence [0, " + std::to_string(len) + ")");
+    }
+  }
+
+  // label_logits (T, L) for the pairs in label_dep_rows / label_head_rows.
+  void label_forward(Cache& c) const {
+    const Index T = static_cast<Index>(c.label_dep_rows.size());
+    const int dl = s_.options.label_dim;
+    c.label_dep.resize(T, dl);
+    c.label_head.resize(T, dl);
+    for (Index t = 0; t < T; ++t) {
+      c.label_dep.row(t) = c.mlp_out[2].row(c.label_dep_rows[static_cast<std::size_t>(t)]);
+      c.label_head.row(t) = c.mlp_out[3].row(c.label_head_rows[static_cast<std::size_t>(t)]);
+    }
+    c.label_logits.resize(T, s_.options.num_labels);
+    s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
+  }
+
+  State s_;
+};
+
+}  // namespace parse
+}  // namespace synattn
+
+#endif  // SYNATTN_PARSE_PARSER_HPP

@@ -1,0 +1,249 @@
+// synattn — a trained parser with everything it needs to read new text: its
+// options and vocabulary travel in the model file's metadata, so
+//
+//   auto model = synattn::parse::ParserModel::load(synattn::parse::default_model_path());
+//   auto trees = model.parse({{"The", "cat", "sat", "."}});   // heads (1-based, 0 = root), relations
+//
+// is all a user needs to get trees for tokenised sentences (and
+// trees[k].tree() gives the DependencyTree that SyntaxBiasedAttention's
+// distance and bucket functions take).
+//
+// The file is a synattn checkpoint (train/checkpoint.hpp: safetensors,
+// loadable by any safetensors reader) with three more metadata keys:
+// parser.format = "synattn.parser.v1", parser.options and parser.vocabulary
+// (JSON). Loading refuses a file without them, of another parser format, or
+// whose tensors do not fit its own options, naming what differs.
+//
+// Needs nlohmann-json (link synattn::checkpoint).
+#ifndef SYNATTN_PARSE_PARSER_MODEL_HPP
+#define SYNATTN_PARSE_PARSER_MODEL_HPP
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../io/safetensors.hpp"
+#include "../train/checkpoint.hpp"
+#include "../tree/dependency_tree.hpp"
+#include "parser.hpp"
+#include "parser_batch.hpp"
+#include "parser_vocabulary.hpp"
+
+namespace synattn {
+namespace parse {
+
+constexpr const char* kParserFormat = "synattn.parser.v1";
+
+inline std::string options_to_json(const ParserOptions& o) {
+  nlohmann::json j;
+  j["num_words"] = o.num_words;
+  j["num_chars"] = o.num_chars;
+  j["num_upos"] = o.num_upos;
+  j["num_labels"] = o.num_labels;
+  j["word_dim"] = o.word_dim;
+  j["char_dim"] = o.char_dim;
+  j["char_filters"] = o.char_filters;
+  j["char_width"] = o.char_width;
+  j["use_chars"] = o.use_chars;
+  j["d_model"] = o.d_model;
+  j["heads"] = o.heads;
+  j["d_ff"] = o.d_ff;
+  j["layers"] = o.layers;
+  j["relative_bias"] = o.relative_bias;
+  j["bias_per_head"] = o.bias_per_head;
+  j["absolute_positions"] = o.absolute_positions;
+  j["arc_dim"] = o.arc_dim;
+  j["label_dim"] = o.label_dim;
+  j["leaky_slope"] = o.leaky_slope;
+  j["embedding_dropout"] = o.embedding_dropout;
+  j["encoder_dropout"] = o.encoder_dropout;
+  j["attention_dropout"] = o.attention_dropout;
+  j["mlp_dropout"] = o.mlp_dropout;
+  j["upos_weight"] = o.upos_weight;
+  j["max_length"] = o.max_length;
+  j["seed"] = o.seed;
+  return j.dump();
+}
+
+// Every key must be present (a file from another version fails here,
+// naming the key, rather than building a different model).
+inline ParserOptions options_from_json(const std::string& text) {
+  ParserOptions o;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    j.at("num_words").get_to(o.num_words);
+    j.at("num_chars").get_to(o.num_chars);
+    j.at("num_upos").get_to(o.num_upos);
+    j.at("num_labels").get_to(o.num_labels);
+    j.at("word_dim").get_to(o.word_dim);
+    j.at("char_dim").get_to(o.char_dim);
+    j.at("char_filters").get_to(o.char_filters);
+    j.at("char_width").get_to(o.char_width);
+    j.at("use_chars").get_to(o.use_chars);
+    j.at("d_model").get_to(o.d_model);
+    j.at("heads").get_to(o.heads);
+    j.at("d_ff").get_to(o.d_ff);
+    j.at("layers").get_to(o.layers);
+    j.at("relative_bias").get_to(o.relative_bias);
+    j.at("bias_per_head").get_to(o.bias_per_head);
+    j.at("absolute_positions").get_to(o.absolute_positions);
+    j.at("arc_dim").get_to(o.arc_dim);
+    j.at("label_dim").get_to(o.label_dim);
+    j.at("leaky_slope").get_to(o.leaky_slope);
+    j.at("embedding_dropout").get_to(o.embedding_dropout);
+    j.at("encoder_dropout").get_to(o.encoder_dropout);
+    j.at("attention_dropout").get_to(o.attention_dropout);
+    j.at("mlp_dropout").get_to(o.mlp_dropout);
+    j.at("upos_weight").get_to(o.upos_weight);
+    j.at("max_length").get_to(o.max_length);
+    j.at("seed").get_to(o.seed);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("parser options: ") + e.what());
+  }
+  o.validate();
+  return o;
+}
+
+// One parsed sentence: heads[i] is word i+1's head (1-based, 0 = the root),
+// as in CoNLL-U's HEAD column; deprels and upos its relation and tag.
+struct ParsedSentence {
+  std::vector<int> heads;
+  std::vector<std::string> deprels, upos;
+  // The tree in synattn's convention (0-based, root = -1).
+  DependencyTree tree(const std::string& name = {}) const {
+    std::vector<int> h(heads.size());
+    for (std::size_t i = 0; i < heads.size(); ++i) h[i] = heads[i] - 1;
+    return DependencyTree(h, Structure::Tree, name);
+  }
+};
+
+// Where the shipped English model is: $SYNATTN_PARSER_MODEL when set, else
+// the path the build compiled in (SYNATTN_DEFAULT_PARSER_MODEL), else
+// "models/en_ewt.parser.safetensors" relative to the working directory.
+inline std::string default_model_path() {
+  if (const char* env = std::getenv("SYNATTN_PARSER_MODEL"); env && *env) return env;
+#if defined(SYNATTN_DEFAULT_PARSER_MODEL)
+  return SYNATTN_DEFAULT_PARSER_MODEL;
+#else
+  return "models/en_ewt.parser.safetensors";
+#endif
+}
+
+class ParserModel {
+ public:
+  using Parser = BiaffineParser<float>;
+
+  ParserModel(const ParserOptions& options, ParserVocabulary vocabulary)
+      : vocabulary_(std::move(vocabulary)), parser_(checked(options, vocabulary_)) {}
+
+  const ParserVocabulary& vocabulary() const noexcept { return vocabulary_; }
+  Parser& parser() noexcept { return parser_; }
+  const Parser& parser() const noexcept { return parser_; }
+  const ParserOptions& options() const noexcept { return parser_.options(); }
+
+  // The model file's metadata keys (for save_checkpoint's `extra`).
+  std::map<std::string, std::string> metadata() const {
+    return {{"parser.format", kParserFormat},
+            {"parser.options", options_to_json(parser_.options())},
+            {"parser.vocabulary", vocabulary_.to_json()}};
+  }
+
+  // Weights (and, for a training checkpoint, the optimiser's state and step)
+  // written atomically through a temporary file.
+  void save(const std::string& path, const Optimizer<float>* optimizer = nullptr, long long step = 0,
+            std::map<std::string, std::string> extra = {}) const {
+    for (const auto& kv : metadata()) extra[kv.first] = kv.second;
+    save_checkpoint<float>(path, parser_.parameter_store(), optimizer, step, extra);
+  }
+
+  // Reads the options and vocabulary from the file, builds the parser and
+  // loads its weights (and the optimiser's state when `optimizer` is given).
+  static ParserModel load(const std::string& path, Optimizer<float>* optimizer = nullptr, CheckpointInfo* info = nullptr) {
+    const SafetensorsFile file = load_safetensors(path);
+    const auto meta = [&](const std::string& key) -> const std::string& {
+      const auto it = file.metadata.find(key);
+      if (it == file.metadata.end())
+        throw ParseError(path, 0, "not a synattn parser model: its metadata has no '" + key + "'");
+      return it->second;
+    };
+    const std::string& format = meta("parser.format");
+    if (format != kParserFormat)
+      throw ParseError(path, 0, "parser.format is '" + format + "', this build reads '" + kParserFormat + "'");
+    ParserOptions options;
+    ParserVocabulary vocabulary;
+    try {
+      options = options_from_json(meta("parser.options"));
+      vocabulary = ParserVocabulary::from_json(meta("parser.vocabulary"));
+    } catch (const ParseError&) {
+      throw;
+    } catch (const Error& e) {
+      throw ParseError(path, 0, e.what());
+    }
+    ParserModel model(options, std::move(vocabulary));
+    const CheckpointInfo got = load_checkpoint<float>(path, model.parser_.parameter_store(), optimizer);
+    if (info) *info = got;
+    return model;
+  }
+
+  // Trees for tokenised sentences (any number; batched by `batch_tokens`
+  // positions, results in input order, the same at any thread count).
+  std::vector<ParsedSentence> parse(const std::vector<std::vector<std::string>>& sentences,
+                                    long long batch_tokens = 4096) const {
+    std::vector<EncodedSentence> corpus;
+    corpus.reserve(sentences.size());
+    for (std::size_t s = 0; s < sentences.size(); ++s) {
+      if (sentences[s].empty()) throw Error("ParserModel::parse: sentence " + std::to_string(s) + " has no words");
+      corpus.push_back(encode_words(sentences[s], vocabulary_));
+    }
+    std::vector<ParsedSentence> out(sentences.size());
+    ParserBatch batch;
+    ParserCache<float> cache;
+    ParseWorkspace ws;
+    ParsedBatch parsed;
+    for (const auto& indices : token_budget_batches(corpus, batch_tokens, nullptr)) {
+      make_parser_batch(corpus, indices, vocabulary_, WordDropoutRule{}, nullptr, batch);
+      parser_.parse(batch, cache, ws, parsed);
+      for (std::size_t b = 0; b < indices.size(); ++b) {
+        ParsedSentence& p = out[indices[b]];
+        const Index n = batch.lengths[b] - 1, base = static_cast<Index>(b) * batch.m;
+        p.heads.resize(static_cast<std::size_t>(n));
+        p.deprels.resize(static_cast<std::size_t>(n));
+        p.upos.assign(static_cast<std::size_t>(n), "_");
+        for (Index i = 0; i < n; ++i) {
+          p.heads[static_cast<std::size_t>(i)] = parsed.heads[base + i + 1];
+          p.deprels[static_cast<std::size_t>(i)] = vocabulary_.label(parsed.labels[base + i + 1]);
+          if (parsed.upos[base + i + 1] >= 0)
+            p.upos[static_cast<std::size_t>(i)] = vocabulary_.upos(parsed.upos[base + i + 1]);
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  static const ParserOptions& checked(const ParserOptions& o, const ParserVocabulary& v) {
+    o.validate();
+    if (o.num_words != v.num_words() || (o.use_chars && o.num_chars != v.num_chars()) ||
+        o.num_labels != v.num_labels() || (o.num_upos != 0 && o.num_upos != v.num_upos()))
+      throw Error("ParserModel: the options (" + std::to_string(o.num_words) + " words, " +
+                  std::to_string(o.num_chars) + " characters, " + std::to_string(o.num_labels) + " relations, " +
+                  std::to_string(o.num_upos) + " tags) do not fit the vocabulary (" + std::to_string(v.num_words()) +
+                  ", " + std::to_string(v.num_chars()) + ", " + std::to_string(v.num_labels()) + ", " +
+                  std::to_string(v.num_upos()) + ")");
+    return o;
+  }
+
+  ParserVocabulary vocabulary_;
+  Parser parser_;
+};
+
+}  // namespace parse
+}  // namespace synattn
+
+#endif  // SYNATTN_PARSE_PARSER_MODEL_HPP

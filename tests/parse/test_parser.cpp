@@ -1,0 +1,463 @@
+// The parser's layers and the whole parser: double-precision finite-difference
+// checks of CharCnn, ArcBiaffine, LabelBiaffine and of the full parser loss
+// w.r.t. every parameter; the relative-position buckets; batching; training
+// to 100 % UAS on a tiny treebank; save/load bit for bit; thread-count
+// determinism of training and parsing.
+#include <catch2/catch.hpp>
+
+#include <synattn/parse/biaffine.hpp>
+#include <synattn/parse/char_cnn.hpp>
+#include <synattn/parse/parser.hpp>
+#include <synattn/parse/parser_batch.hpp>
+#include <synattn/parse/parser_model.hpp>
+#include <synattn/parse/parser_vocabulary.hpp>
+#include <synattn/train/optimizer.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace synattn;
+using namespace synattn::parse;
+using synattn_test::check_gradient;
+using synattn_test::MatrixD;
+
+namespace {
+
+constexpr double kRel = 1e-6, kAbs = 1e-8;
+
+MatrixD random_matrix(Index r, Index c, unsigned seed, double scale = 1.0) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  MatrixD m(r, c);
+  for (Index i = 0; i < m.size(); ++i) m.data()[i] = dist(gen);
+  return m;
+}
+
+// A weighted sum of the outputs: L = sum(w .* y), so dL/dy = w.
+double weighted(const MatrixD& y, const MatrixD& w) { return (y.array() * w.array()).sum(); }
+
+}  // namespace
+
+TEST_CASE("relative_position_bucket is exact near the diagonal, logarithmic further out, signed", "[parse]") {
+  CHECK(relative_position_bucket(0) == 0);
+  for (int d = 1; d < 8; ++d) {
+    CHECK(relative_position_bucket(d) == d);
+    CHECK(relative_position_bucket(-d) == 15 + d);
+  }
+  CHECK(relative_position_bucket(8) == 8);
+  CHECK(relative_position_bucket(63) == 15);
+  CHECK(relative_position_bucket(1000) == 15);
+  CHECK(relative_position_bucket(-1000) == 30);
+  int previous = 0;
+  for (int d = 0; d < 200; ++d) {  // monotone in |d|, within [0, 31)
+    const int b = relative_position_bucket(d);
+    CHECK(b >= previous);
+    CHECK(b < kRelativePositionBuckets);
+    CHECK(relative_position_bucket(-d) < kRelativePositionBuckets);
+    previous = b;
+  }
+}
+
+TEST_CASE("CharCnn: gradient check of the embeddings, filters and bias", "[parse][gradcheck]") {
+  CharCnnOptions o;
+  o.num_chars = 9;
+  o.char_dim = 3;
+  o.filters = 4;
+  o.width = 3;
+  CharCnn<double> cnn(o, RandomStream(7));
+  CharIdMatrix chars = CharIdMatrix::Zero(4, 6);
+  const std::vector<int> lengths = {3, 6, 0, 1};
+  std::mt19937 gen(3);
+  for (Index t = 0; t < 4; ++t)
+    for (int p = 0; p < lengths[static_cast<std::size_t>(t)]; ++p) chars(t, p) = 1 + static_cast<int>(gen() % 8);
+  const MatrixD w = random_matrix(4, 4, 11);
+  CharCnnCache<double> cache;
+  MatrixD y(4, 4);
+  const auto loss = [&] {
+    cnn.forward(chars, lengths, cache, y);
+    return weighted(y, w);
+  };
+  loss();
+  CHECK(y.row(2).isZero());  // a word of no characters
+  cnn.zero_grad();
+  cnn.backward(cache, w);
+  auto& store_e = cnn.embedding().parameter_store();
+  auto& store_c = cnn.conv().parameter_store();
+  const MatrixD de = store_e.gradient(0), dw = store_c.gradient(0), db = store_c.gradient(1);
+  for (const auto& r : {check_gradient("E", store_e.value(0), de, loss), check_gradient("W", store_c.value(0), dw, loss),
+                        check_gradient("b", store_c.value(1), db, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
+}
+
+TEST_CASE("CharCnn refuses ids outside the alphabet and a cache of another layer", "[parse]") {
+  CharCnnOptions o;
+  o.num_chars = 5;
+  CharCnn<float> cnn(o, RandomStream(1)), other(o, RandomStream(2));
+  CharIdMatrix chars = CharIdMatrix::Zero(1, 3);
+  chars(0, 0) = 5;
+  CharCnnCache<float> cache;
+  RowMajorMatrix<float> y(1, o.filters);
+  CHECK_THROWS_WITH(cnn.forward(chars, {1}, cache, y), Catch::Contains("chars(0, 0) = 5 is outside [1, 5)"));
+  chars(0, 0) = 2;
+  CHECK_THROWS_WITH(cnn.forward(chars, {4}, cache, y), Catch::Contains("lengths[0] = 4 is outside [0, 3]"));
+  cnn.forward(chars, {1}, cache, y);
+  CHECK_THROWS_WITH(other.backward(cache, y), Catch::Contains("holds no forward pass of this layer"));
+}
+
+TEST_CASE("ArcBiaffine: gradient check of U, u and both inputs", "[parse][gradcheck]") {
+  const int d = 3;
+  const Index m = 4, B = 2;
+  ArcBiaffine<double> arc(d);
+  arc.parameter_store().value(0) = random_matrix(d, d, 1);
+  arc.parameter_store().value(1) = random_matrix(1, d, 2);
+  MatrixD dep = random_matrix(B * m, d, 3), head = random_matrix(B * m, d, 4);
+  const MatrixD w = random_matrix(B * m, m, 5);
+  ArcBiaffineCache<double> cache;
+  MatrixD s(B * m, m);
+  const auto loss = [&] {
+    arc.forward(dep, head, m, cache, s);
+    return weighted(s, w);
+  };
+  loss();
+  // The definition, entry by entry.
+  for (Index b = 0; b < B; ++b)
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < m; ++j) {
+        const double want = (dep.row(b * m + i) * arc.parameter_store().value(0) * head.row(b * m + j).transpose())(0, 0) +
+                            arc.parameter_store().value(1).row(0).dot(head.row(b * m + j));
+        CHECK(s(b * m + i, j) == Approx(want).epsilon(1e-12));
+      }
+  arc.zero_grad();
+  MatrixD ddep, dhead;
+  arc.backward(dep, head, w, cache, ddep, dhead);
+  const MatrixD dU = arc.parameter_store().gradient(0), du = arc.parameter_store().gradient(1);
+  for (const auto& r : {check_gradient("U", arc.parameter_store().value(0), dU, loss),
+                        check_gradient("u", arc.parameter_store().value(1), du, loss),
+                        check_gradient("dep", dep, ddep, loss), check_gradient("head", head, dhead, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
+}
+
+TEST_CASE("LabelBiaffine: gradient check of W and both inputs", "[parse][gradcheck]") {
+  const int d = 3, L = 4;
+  const Index T = 5;
+  LabelBiaffine<double> lab(d, L);
+  lab.parameter_store().value(0) = random_matrix(d + 1, L * (d + 1), 1);
+  MatrixD dep = random_matrix(T, d, 2), head = random_matrix(T, d, 3);
+  const MatrixD w = random_matrix(T, L, 4);
+  LabelBiaffineCache<double> cache;
+  MatrixD y(T, L);
+  const auto loss = [&] {
+    lab.forward(dep, head, cache, y);
+    return weighted(y, w);
+  };
+  loss();
+  const MatrixD W = lab.parameter_store().value(0);
+  for (Index t = 0; t < T; ++t)
+    for (int l = 0; l < L; ++l) {
+      Eigen::RowVectorXd x1(d + 1), h1(d + 1);
+      x1 << dep.row(t), 1.0;
+      h1 << head.row(t), 1.0;
+      const double want = (x1 * W.middleCols(Index(l) * (d + 1), d + 1) * h1.transpose())(0, 0);
+      CHECK(y(t, l) == Approx(want).epsilon(1e-12));
+    }
+  lab.zero_grad();
+  MatrixD ddep, dhead;
+  lab.backward(w, cache, ddep, dhead);
+  const MatrixD dW = lab.parameter_store().gradient(0);
+  for (const auto& r : {check_gradient("W", lab.parameter_store().value(0), dW, loss), check_gradient("dep", dep, ddep, loss),
+                        check_gradient("head", head, dhead, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
+}
+
+namespace {
+
+// A tiny treebank: sentences whose trees follow simple rules the parser can
+// learn (a determiner attaches to the next noun, nouns to the verb, the verb
+// to the root), so training reaches 100 % on it.
+std::vector<ConlluSentence> tiny_treebank() {
+  const std::vector<std::string> det = {"the", "a", "this", "every"};
+  const std::vector<std::string> noun = {"cat", "dog", "bird", "man", "idea", "car"};
+  const std::vector<std::string> verb = {"sees", "likes", "finds", "hears"};
+  std::vector<ConlluSentence> out;
+  std::mt19937 gen(5);
+  for (int s = 0; s < 40; ++s) {
+    ConlluSentence sent;
+    sent.sent_id = "tiny-" + std::to_string(s);
+    const auto add = [&](const std::string& form, const std::string& upos, int head, const std::string& rel) {
+      ConlluWord w;
+      w.id = static_cast<int>(sent.words.size()) + 1;
+      w.form = form;
+      w.upos = upos;
+      w.head = head;
+      w.deprel = rel;
+      sent.words.push_back(w);
+    };
+    const bool two_dets = gen() % 2 == 0;
+    // [det] noun verb det noun [.]
+    int v = two_dets ? 3 : 2;
+    if (two_dets) add(det[gen() % det.size()], "DET", 2, "det");
+    add(noun[gen() % noun.size()], "NOUN", v, "nsubj");
+    add(verb[gen() % verb.size()], "VERB", 0, "root");
+    add(det[gen() % det.size()], "DET", v + 2, "det");
+    add(noun[gen() % noun.size()], "NOUN", v, "obj");
+    if (gen() % 3 == 0) add(".", "PUNCT", v, "punct");
+    sent.index = static_cast<std::size_t>(s);
+    out.push_back(sent);
+  }
+  return out;
+}
+
+ParserOptions tiny_options(const ParserVocabulary& v) {
+  ParserOptions o;
+  o.num_words = v.num_words();
+  o.num_chars = v.num_chars();
+  o.num_upos = v.num_upos();
+  o.num_labels = v.num_labels();
+  o.word_dim = 8;
+  o.char_dim = 4;
+  o.char_filters = 6;
+  o.d_model = 8;
+  o.heads = 2;
+  o.d_ff = 12;
+  o.layers = 1;
+  o.arc_dim = 6;
+  o.label_dim = 5;
+  o.seed = 3;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("BiaffineParser: gradient check of the whole loss w.r.t. every parameter, with dropout", "[parse][gradcheck]") {
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  std::vector<EncodedSentence> corpus;
+  for (const auto& s : bank) corpus.push_back(encode_sentence(s, v));
+  for (const bool chars : {true, false}) {
+    ParserOptions o = tiny_options(v);
+    o.use_chars = chars;
+    o.upos_weight = 0.5;
+    BiaffineParser<double> parser(o);
+    // Non-zero biaffines, so that every path carries a gradient.
+    parser.parameter("arc.weight") = random_matrix(o.arc_dim, o.arc_dim, 1, 0.3);
+    parser.parameter("label.weight") = random_matrix(o.label_dim + 1, o.num_labels * (o.label_dim + 1), 2, 0.3);
+    ParserBatch batch;
+    make_parser_batch(corpus, {0, 1, 2}, v, WordDropoutRule{}, nullptr, batch);
+    const RandomStream drop(9);
+    ParserCache<double> cache;
+    const auto loss = [&] {
+      parser.forward(batch, cache, &drop);
+      return parser.loss(batch, cache).loss;
+    };
+    parser.zero_grad();
+    parser.loss_and_backward(batch, cache, &drop);
+    const Eigen::VectorXd analytic = parser.gradients();
+    Eigen::Map<Eigen::VectorXd> values = parser.parameters();
+    for (const ParameterInfo& p : parser.parameter_infos()) {
+      const MatrixD a = Eigen::Map<const MatrixD>(analytic.data() + p.offset, p.rows, p.cols);
+      auto view = Eigen::Map<MatrixD>(values.data() + p.offset, p.rows, p.cols);
+      const auto r = check_gradient(p.name, view, a, loss);
+      INFO((chars ? "with chars: " : "without chars: ") << r.describe());
+      CHECK(r.passes(1e-5, 1e-8));
+    }
+  }
+}
+
+namespace {
+
+std::vector<EncodedSentence> encode_all(const std::vector<ConlluSentence>& bank, const ParserVocabulary& v) {
+  std::vector<EncodedSentence> out;
+  for (const auto& s : bank) out.push_back(encode_sentence(s, v));
+  return out;
+}
+
+// Trains `model` on `corpus` for `epochs` epochs of batches of ~64 positions;
+// returns the last epoch's mean loss.
+double train_tiny(ParserModel& model, const std::vector<EncodedSentence>& corpus, int epochs, double lr = 1e-2) {
+  AdamOptions ao;
+  ao.lr = lr;
+  Adam<float> adam(ao);
+  ParserBatch batch;
+  ParserCache<float> cache;
+  auto& parser = model.parser();
+  double last = 0;
+  long long step = 0;
+  for (int e = 0; e < epochs; ++e) {
+    const RandomStream shuffle = RandomStream(4).derive(static_cast<std::uint64_t>(e));
+    double sum = 0;
+    int count = 0;
+    for (const auto& idx : token_budget_batches(corpus, 64, &shuffle)) {
+      make_parser_batch(corpus, idx, model.vocabulary(), WordDropoutRule{}, nullptr, batch);
+      const RandomStream drop = RandomStream(5).derive(static_cast<std::uint64_t>(step++));
+      parser.zero_grad();
+      sum += parser.loss_and_backward(batch, cache, &drop).loss;
+      ++count;
+      adam.step(parser.parameter_store());
+    }
+    last = sum / count;
+  }
+  return last;
+}
+
+// (correct heads, words) of the model's parse of `bank`.
+std::pair<long long, long long> attachment(const ParserModel& model, const std::vector<ConlluSentence>& bank) {
+  std::vector<std::vector<std::string>> forms;
+  for (const auto& s : bank) {
+    forms.emplace_back();
+    for (const auto& w : s.words) forms.back().push_back(w.form);
+  }
+  const std::vector<ParsedSentence> parsed = model.parse(forms);
+  long long ok = 0, words = 0;
+  for (std::size_t s = 0; s < bank.size(); ++s)
+    for (std::size_t i = 0; i < bank[s].words.size(); ++i, ++words)
+      if (parsed[s].heads[i] == bank[s].words[i].head) ++ok;
+  return {ok, words};
+}
+
+}  // namespace
+
+TEST_CASE("BiaffineParser learns a tiny treebank to 100 % UAS, and every parse is a valid single-rooted tree",
+          "[parse][train]") {
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserOptions o = tiny_options(v);
+  o.d_model = 16;
+  o.d_ff = 32;
+  o.arc_dim = 16;
+  o.label_dim = 8;
+  o.embedding_dropout = o.encoder_dropout = o.attention_dropout = o.mlp_dropout = 0.0;
+  ParserModel model(o, v);
+  const auto corpus = encode_all(bank, v);
+  const auto before = attachment(model, bank);
+  const double loss = train_tiny(model, corpus, 60);
+  const auto after = attachment(model, bank);
+  INFO("loss " << loss << ", UAS before " << before.first << "/" << before.second << ", after " << after.first << "/"
+               << after.second);
+  CHECK(after.first == after.second);
+  CHECK(before.first < before.second);
+  // Every output is a tree with one word under the root.
+  std::vector<std::vector<std::string>> forms;
+  for (const auto& s : bank) {
+    forms.emplace_back();
+    for (const auto& w : s.words) forms.back().push_back(w.form);
+  }
+  for (const ParsedSentence& p : model.parse(forms)) {
+    CHECK(std::count(p.heads.begin(), p.heads.end(), 0) == 1);
+    CHECK_NOTHROW(p.tree());
+  }
+}
+
+TEST_CASE("ParserModel: save and load round-trip bit for bit, with options and vocabulary", "[parse][io]") {
+  synattn_test::TempDir dir;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 2);
+  ParserModel model(tiny_options(v), v);
+  train_tiny(model, encode_all(bank, v), 2);
+  const std::string path = dir.file("tiny.parser.safetensors");
+  model.save(path);
+  const ParserModel back = ParserModel::load(path);
+  CHECK(back.vocabulary() == model.vocabulary());
+  CHECK(options_to_json(back.options()) == options_to_json(model.options()));
+  REQUIRE(back.parser().parameter_count() == model.parser().parameter_count());
+  CHECK(std::memcmp(back.parser().parameters().data(), model.parser().parameters().data(),
+                    sizeof(float) * static_cast<std::size_t>(model.parser().parameter_count())) == 0);
+  std::vector<std::vector<std::string>> forms = {{"the", "cat", "sees", "a", "dog"}, {"UNSEEN", "words", "here"}};
+  const auto a = model.parse(forms), b = back.parse(forms);
+  for (std::size_t s = 0; s < forms.size(); ++s) {
+    CHECK(a[s].heads == b[s].heads);
+    CHECK(a[s].deprels == b[s].deprels);
+  }
+  // No temporary file is left beside it.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file(""))) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);
+}
+
+TEST_CASE("ParserModel::load names what is wrong with a file that is not a parser of this version", "[parse][io]") {
+  synattn_test::TempDir dir;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserModel model(tiny_options(v), v);
+  const std::string path = dir.file("m.safetensors");
+  SECTION("a plain checkpoint without the parser's metadata") {
+    save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0);
+    CHECK_THROWS_WITH(ParserModel::load(path), Catch::Contains("not a synattn parser model") &&
+                                                   Catch::Contains("parser.format"));
+  }
+  SECTION("another format version") {
+    auto extra = model.metadata();
+    extra["parser.format"] = "synattn.parser.v0";
+    save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0, extra);
+    CHECK_THROWS_WITH(ParserModel::load(path), Catch::Contains("parser.format is 'synattn.parser.v0'"));
+  }
+  SECTION("options of another shape than the tensors") {
+    ParserOptions bigger = model.options();
+    bigger.arc_dim += 1;
+    auto extra = model.metadata();
+    extra["parser.options"] = options_to_json(bigger);
+    save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0, extra);
+    CHECK_THROWS_WITH(ParserModel::load(path), Catch::Contains("arc_dep.weight"));
+  }
+  SECTION("options missing a key") {
+    auto extra = model.metadata();
+    extra["parser.options"] = "{\"num_words\": 3}";
+    save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0, extra);
+    CHECK_THROWS_WITH(ParserModel::load(path), Catch::Contains(path) && Catch::Contains("parser options"));
+  }
+  SECTION("a missing file") {
+    CHECK_THROWS_WITH(ParserModel::load(dir.file("none.safetensors")), Catch::Contains("none.safetensors"));
+  }
+}
+
+TEST_CASE("Training and parsing give the same bits at 1 and 2 threads", "[parse][threads]") {
+#if defined(_OPENMP)
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserOptions o = tiny_options(v);
+  o.d_model = 32;
+  o.heads = 4;
+  o.d_ff = 64;
+  o.arc_dim = 32;
+  const auto corpus = encode_all(bank, v);
+  std::vector<Eigen::VectorXf> weights;
+  std::vector<std::vector<ParsedSentence>> parses;
+  std::vector<std::vector<std::string>> forms;
+  for (const auto& s : bank) {
+    forms.emplace_back();
+    for (const auto& w : s.words) forms.back().push_back(w.form);
+  }
+  const int saved = omp_get_max_threads();
+  for (const int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    ParserModel model(o, v);
+    train_tiny(model, corpus, 3);
+    weights.push_back(model.parser().parameters());
+    parses.push_back(model.parse(forms));
+  }
+  omp_set_num_threads(saved);
+  CHECK(std::memcmp(weights[0].data(), weights[1].data(), sizeof(float) * static_cast<std::size_t>(weights[0].size())) == 0);
+  for (std::size_t s = 0; s < forms.size(); ++s) CHECK(parses[0][s].heads == parses[1][s].heads);
+#else
+  SUCCEED("built without OpenMP: one thread only");
+#endif
+}
