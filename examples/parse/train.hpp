@@ -1,0 +1,237 @@
+// parse train — trains a BiaffineParser on a CoNLL-U treebank: Adam with
+// linear warm-up and a slow exponential decay, gradient clipping, batches of
+// similar-length sentences under a token budget, dev UAS/LAS after every
+// epoch, early stopping on dev LAS, the best model saved (atomically) after
+// each improvement, and a resumable checkpoint of the latest epoch.
+#ifndef SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
+#define SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
+
+#include <synattn/io/conllu.hpp>
+#include <synattn/parse/parser_model.hpp>
+#include <synattn/train/clipping.hpp>
+#include <synattn/train/optimizer.hpp>
+#include <synattn/train/schedules.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+
+namespace parse_cli {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+inline std::string universal_part(const std::string& deprel) { return deprel.substr(0, deprel.find(':')); }
+
+struct DevScores {
+  double uas = 0, las = 0, words_per_second = 0;
+  long long words = 0;
+};
+
+// UAS / LAS (every word, punctuation included; LAS on the universal part of
+// the relation) of `model` on an encoded corpus with gold heads and labels.
+inline DevScores score_corpus(const synattn::parse::ParserModel& model, const std::vector<synattn::parse::EncodedSentence>& corpus,
+                              long long batch_tokens) {
+  using namespace synattn::parse;
+  const auto& v = model.vocabulary();
+  std::vector<std::string> universal;
+  for (const std::string& l : v.labels()) universal.push_back(universal_part(l));
+  long long words = 0, heads_ok = 0, labels_ok = 0;
+  ParserBatch batch;
+  synattn::parse::ParserCache<float> cache;
+  ParseWorkspace ws;
+  ParsedBatch parsed;
+  const auto t0 = Clock::now();
+  for (const auto& indices : token_budget_batches(corpus, batch_tokens, nullptr)) {
+    make_parser_batch(corpus, indices, v, WordDropoutRule{}, nullptr, batch);
+    model.parser().parse(batch, cache, ws, parsed);
+    for (synattn::Index r = 0; r < batch.words.size(); ++r) {
+      if (parsed.heads[r] < 0) continue;
+      ++words;
+      if (parsed.heads[r] != batch.heads[r]) continue;
+      ++heads_ok;
+      const std::int32_t gold = batch.labels[r];
+      if (gold >= 0 && universal[static_cast<std::size_t>(gold)] == universal[static_cast<std::size_t>(parsed.labels[r])])
+        ++labels_ok;
+    }
+  }
+  DevScores s;
+  s.words = words;
+  s.words_per_second = static_cast<double>(words) / std::max(1e-9, seconds_since(t0));
+  s.uas = words ? 100.0 * static_cast<double>(heads_ok) / static_cast<double>(words) : 0.0;
+  s.las = words ? 100.0 * static_cast<double>(labels_ok) / static_cast<double>(words) : 0.0;
+  return s;
+}
+
+inline std::vector<synattn::ConlluSentence> read_treebank(const std::string& path, const char* what) {
+  std::vector<synattn::ConlluSentence> s = synattn::read_conllu(path);
+  if (s.empty()) throw synattn::ParseError(path, 0, std::string("the ") + what + " file holds no sentences");
+  return s;
+}
+
+inline std::string format_duration(double seconds) {
+  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "?";
+  const long s = std::lround(seconds);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+// Metadata keys of the training state in a checkpoint.
+constexpr const char* kEpochKey = "train.epoch";
+constexpr const char* kBestKey = "train.best_las";
+constexpr const char* kBestEpochKey = "train.best_epoch";
+constexpr const char* kSinceBestKey = "train.since_best";
+
+inline int run_train(const TrainConfig& cfg, std::ostream& log) {
+  using namespace synattn::parse;
+  const auto t0 = Clock::now();
+  // Everything that can be refused is refused before the first step.
+  check_writable(cfg.model_path, "--model");
+  if (!cfg.checkpoint_path.empty()) check_writable(cfg.checkpoint_path, "--checkpoint");
+  const std::vector<synattn::ConlluSentence> train = read_treebank(cfg.train_path, "training");
+  const std::vector<synattn::ConlluSentence> dev = read_treebank(cfg.dev_path, "dev");
+
+  std::optional<ParserModel> model;
+  synattn::AdamOptions adam_options;
+  adam_options.lr = cfg.lr;
+  adam_options.beta1 = 0.9;
+  adam_options.beta2 = cfg.beta2;
+  synattn::Adam<float> adam(adam_options);
+  int first_epoch = 0, best_epoch = 0, since_best = 0;
+  double best_las = -1;
+  long long step = 0;
+  if (!cfg.resume_path.empty()) {
+    synattn::CheckpointInfo info;
+    model.emplace(ParserModel::load(cfg.resume_path, &adam, &info));
+    step = info.step;
+    const auto get = [&](const char* key) -> std::string {
+      const auto it = info.metadata.find(key);
+      if (it == info.metadata.end())
+        throw synattn::ParseError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
+      return it->second;
+    };
+    first_epoch = std::stoi(get(kEpochKey));
+    best_las = std::stod(get(kBestKey));
+    best_epoch = std::stoi(get(kBestEpochKey));
+    since_best = std::stoi(get(kSinceBestKey));
+    log << "resumed from " << cfg.resume_path << " after epoch " << first_epoch << " (step " << step << ", best dev LAS "
+        << best_las << " at epoch " << best_epoch << ")\n";
+  } else {
+    ParserVocabulary vocab = ParserVocabulary::build(train, cfg.min_count);
+    ParserOptions o = cfg.model;
+    o.num_words = vocab.num_words();
+    o.num_chars = vocab.num_chars();
+    o.num_labels = vocab.num_labels();
+    o.num_upos = cfg.tagger ? vocab.num_upos() : 0;
+    o.seed = static_cast<std::uint64_t>(cfg.seed);
+    model.emplace(o, std::move(vocab));
+  }
+  const ParserVocabulary& vocab = model->vocabulary();
+  std::vector<EncodedSentence> train_corpus, dev_corpus;
+  std::vector<long long> first_word;
+  long long train_words = 0;
+  for (const auto& s : train) {
+    first_word.push_back(train_words);
+    train_words += static_cast<long long>(s.words.size());
+    train_corpus.push_back(encode_sentence(s, vocab));
+  }
+  for (const auto& s : dev) dev_corpus.push_back(encode_sentence(s, vocab));
+  auto& parser = model->parser();
+  log << synattn::build_info() << "\n";
+  log << "train " << cfg.train_path << ": " << train.size() << " sentences, " << train_words << " words; dev "
+      << cfg.dev_path << ": " << dev.size() << " sentences\n";
+  log << "model: " << vocab.num_words() << " words, " << vocab.num_chars() << " characters, " << vocab.num_labels()
+      << " relations, " << vocab.num_upos() << " tags; d_model " << parser.options().d_model << ", "
+      << parser.options().layers << " layers, " << parser.options().heads << " heads, relative bias "
+      << (parser.options().relative_bias ? "on" : "off") << ", chars " << (parser.options().use_chars ? "on" : "off")
+      << "; " << parser.parameter_count() << " parameters\n";
+
+  ParserBatch batch;
+  ParserCache<float> cache;
+  const synattn::RandomStream root(static_cast<std::uint64_t>(cfg.seed));
+  const auto train_start = Clock::now();
+  long long trained_words = 0;
+  double step_seconds = 0;
+  for (int epoch = first_epoch; epoch < cfg.epochs; ++epoch) {
+    const synattn::RandomStream shuffle = root.derive(1).derive(static_cast<std::uint64_t>(epoch));
+    const auto batches = token_budget_batches(train_corpus, cfg.batch_tokens, &shuffle);
+    WordDropoutRule wd;
+    wd.alpha = cfg.word_dropout_alpha;
+    wd.stream = root.derive(2).derive(static_cast<std::uint64_t>(epoch));
+    double loss_sum = 0;
+    long long epoch_words = 0;
+    for (const auto& indices : batches) {
+      make_parser_batch(train_corpus, indices, vocab, wd, &first_word, batch);
+      const auto s0 = Clock::now();
+      const synattn::RandomStream drop = root.derive(3).derive(static_cast<std::uint64_t>(step));
+      parser.zero_grad();
+      const ParserLoss l = parser.loss_and_backward(batch, cache, &drop);
+      if (cfg.clip > 0) synattn::clip_grad_norm(parser.parameter_store(), cfg.clip);
+      ++step;
+      const double decay = cfg.decay_steps > 0 ? std::pow(0.75, static_cast<double>(step) / cfg.decay_steps) : 1.0;
+      adam.set_lr(cfg.lr * synattn::warmup_constant(step, cfg.warmup) * decay);
+      adam.step(parser.parameter_store());
+      step_seconds += seconds_since(s0);
+      loss_sum += l.loss * static_cast<double>(batch.words_count);
+      epoch_words += batch.words_count;
+      trained_words += batch.words_count;
+      if (cfg.progress_every > 0 && step % cfg.progress_every == 0) {
+        char line[200];
+        std::snprintf(line, sizeof line, "  step %lld loss %.4f %.0f words/s lr %.2e", step,
+                      loss_sum / static_cast<double>(std::max<long long>(1, epoch_words)),
+                      static_cast<double>(trained_words) / std::max(1e-9, step_seconds), adam.lr());
+        log << line << std::endl;
+      }
+    }
+    const DevScores d = score_corpus(*model, dev_corpus, 4096);
+    const bool improved = d.las > best_las;
+    if (improved) {
+      best_las = d.las;
+      best_epoch = epoch + 1;
+      since_best = 0;
+      model->save(cfg.model_path, nullptr, step, {{"train.dev_uas", std::to_string(d.uas)}, {"train.dev_las", std::to_string(d.las)},
+                                                  {"train.epochs", std::to_string(epoch + 1)}});
+    } else {
+      ++since_best;
+    }
+    const double elapsed = seconds_since(train_start);
+    const double eta = elapsed / static_cast<double>(epoch + 1 - first_epoch) * static_cast<double>(cfg.epochs - epoch - 1);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "epoch %d/%d loss %.4f dev UAS %.2f LAS %.2f%s train %.0f words/s parse %.0f words/s elapsed %s ETA %s",
+                  epoch + 1, cfg.epochs, loss_sum / static_cast<double>(std::max<long long>(1, epoch_words)), d.uas, d.las,
+                  improved ? " (best, saved)" : "", static_cast<double>(trained_words) / std::max(1e-9, step_seconds),
+                  d.words_per_second, format_duration(elapsed).c_str(), format_duration(eta).c_str());
+    log << line << std::endl;
+    if (!cfg.checkpoint_path.empty())
+      model->save(cfg.checkpoint_path, &adam, step,
+                  {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, std::to_string(best_las)},
+                   {kBestEpochKey, std::to_string(best_epoch)}, {kSinceBestKey, std::to_string(since_best)}});
+    if (since_best >= cfg.patience) {
+      log << "no better dev LAS for " << cfg.patience << " epochs: stopping\n";
+      break;
+    }
+  }
+  char done[200];
+  std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", best_las, best_epoch,
+                cfg.model_path.c_str(), format_duration(seconds_since(t0)).c_str());
+  log << done;
+  return 0;
+}
+
+}  // namespace parse_cli
+
+#endif  // SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
