@@ -1,6 +1,6 @@
 // synattn — writing a whole file atomically: the bytes go to a temporary
 // file in the same folder, created exclusively under a fresh unique name
-// (mkstemp: a planted "<path>.tmp" symlink is never followed), flushed to the
+// (O_CREAT | O_EXCL | O_NOFOLLOW: a planted symlink is never followed), flushed to the
 // disk (fsync), then renamed over the destination, and the folder is synced
 // so the rename itself survives a crash. Readers see either the old file or
 // the new one, never a truncated mix; on any failure the temporary file is
@@ -15,12 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "../error.hpp"
 
@@ -33,10 +34,13 @@ inline std::string folder_of(const std::string& path) {
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
-inline mode_t creation_mode() {
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  return static_cast<mode_t>(0666 & ~mask);
+// A name no other writer picks: the process id, a per-process counter and
+// the clock's nanoseconds (O_EXCL below still refuses any collision).
+inline std::string unique_suffix() {
+  static std::atomic<unsigned long long> counter{0};
+  const auto now = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return ".tmp." + std::to_string(static_cast<long long>(::getpid())) + "." + std::to_string(counter++) + "." +
+         std::to_string(now % 1000000007ULL);
 }
 }  // namespace atomic_file_detail
 
@@ -47,19 +51,21 @@ inline void write_file_atomically(const std::string& path, std::string_view byte
   const std::string fail = who + ": cannot write '" + path + "': ";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw Error(fail + "it is a directory");
-  std::vector<char> temp(path.begin(), path.end());
-  const std::string suffix = ".tmp.XXXXXX";
-  temp.insert(temp.end(), suffix.begin(), suffix.end());
-  temp.push_back('\0');
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) throw Error(fail + "cannot create a temporary file beside it: " + std::strerror(errno));
-  const std::string temp_name(temp.data());
+  // Created exclusively and never through a symlink, with mode 0666 so that
+  // the kernel applies the umask (reading the umask would race other threads).
+  std::string temp_name;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    temp_name = path + d::unique_suffix();
+    fd = ::open(temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt >= 100))
+      throw Error(fail + "cannot create a temporary file beside it: " + std::strerror(errno));
+  }
   const auto give_up = [&](const std::string& what, int err) {
     ::close(fd);
     ::unlink(temp_name.c_str());
     throw Error(fail + what + ": " + std::strerror(err));
   };
-  if (::fchmod(fd, d::creation_mode()) != 0) give_up("cannot set the permissions of the temporary file", errno);
   const char* p = bytes.data();
   std::size_t left = bytes.size();
   while (left > 0) {
