@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,7 @@ TEST_CASE("a file written by Python (json + numpy) loads", "[safetensors]") {
     std::memcpy(&v, ids.bytes.data() + 8 * i, 8);
     CHECK(v == 7 * static_cast<std::int64_t>(i) - 3);
   }
-  CHECK_THROWS_WITH(ids.get<double>(0), Catch::Contains("dtype I64 is not F32 or F64"));
+  CHECK_THROWS_WITH(ids.get<double>(0), Catch::Contains("dtype I64 is not F32, F64 or F16"));
 }
 
 TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors][errors]") {
@@ -207,4 +208,64 @@ TEST_CASE("the writer refuses tensors whose bytes do not match their shape", "[s
   f.tensors["x"].shape = {2};
   f.tensors["bad\xff"] = f.tensors["x"];
   CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("not valid UTF-8"));
+}
+
+TEST_CASE("F16: every half survives half -> float -> half, and float_to_half rounds to the nearest half, ties to even",
+          "[safetensors][f16]") {
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const float f = synattn::half_to_float(static_cast<std::uint16_t>(h));
+    if (std::isnan(f)) {
+      CHECK((synattn::float_to_half(f) & 0x7C00u) == 0x7C00u);
+      CHECK((synattn::float_to_half(f) & 0x3FFu) != 0);
+      continue;
+    }
+    INFO("half 0x" << std::hex << h);
+    REQUIRE(synattn::float_to_half(f) == h);
+  }
+  // Known values.
+  CHECK(synattn::half_to_float(0x3C00) == 1.0f);
+  CHECK(synattn::half_to_float(0x7BFF) == 65504.0f);
+  CHECK(synattn::half_to_float(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(synattn::float_to_half(65519.0f) == 0x7BFF);
+  CHECK(synattn::float_to_half(65520.0f) == 0x7C00);  // the tie rounds to even: infinity
+  CHECK(synattn::float_to_half(-1e30f) == 0xFC00);
+  CHECK(synattn::float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // tie, even below
+  CHECK(synattn::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie, even above
+  CHECK(synattn::float_to_half(std::ldexp(1.0f, -25)) == 0x0000);  // half the smallest subnormal: tie to 0
+  CHECK(synattn::float_to_half(std::ldexp(3.0f, -25)) == 0x0002);
+  // Random floats: the result is at least as close as both neighbouring halves.
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-26, 16);
+  for (int k = 0; k < 200000; ++k) {
+    const float f = std::ldexp(mantissa(gen), exponent(gen));
+    const std::uint16_t h = synattn::float_to_half(f);
+    if ((h & 0x7C00u) == 0x7C00u) continue;  // overflow, checked above
+    const double err = std::fabs(static_cast<double>(synattn::half_to_float(h)) - f);
+    for (const int step : {-1, 1}) {
+      const auto n = static_cast<std::uint16_t>(h + step);
+      if ((n & 0x7C00u) == 0x7C00u || ((h ^ n) & 0x8000u)) continue;
+      INFO("f " << f << " half 0x" << std::hex << h);
+      CHECK(err <= std::fabs(static_cast<double>(synattn::half_to_float(n)) - f));
+    }
+  }
+}
+
+TEST_CASE("F16 tensors round-trip through a file and read as float or double", "[safetensors][f16]") {
+  const std::vector<float> v = {0.0f, -0.0f, 1.0f / 3.0f, -2.5f, 65504.0f, 1e-6f, 70000.0f};
+  bool finite = true;
+  SafetensorsFile f;
+  f.tensors["x"] = SafeTensor::half_from(v.data(), {7}, &finite);
+  CHECK_FALSE(finite);  // 70000 overflows
+  f.tensors["x"] = SafeTensor::half_from(v.data(), {6}, &finite);
+  CHECK(finite);
+  const SafetensorsFile back = parse(synattn::serialize_safetensors(f));
+  const SafeTensor& t = back.tensors.at("x");
+  CHECK(t.dtype == SafetensorsDType::F16);
+  CHECK(t.is_floating());
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(t.get<float>(i) == synattn::half_to_float(synattn::float_to_half(v[i])));
+    CHECK(t.get<double>(i) == static_cast<double>(synattn::half_to_float(synattn::float_to_half(v[i]))));
+  }
+  CHECK(std::signbit(t.get<float>(1)));
 }

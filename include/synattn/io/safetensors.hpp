@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -121,6 +122,43 @@ constexpr SafetensorsDType safetensors_dtype_of() {
 }
 
 // One tensor: dtype, shape (outermost first; [] is a scalar) and raw bytes.
+// IEEE 754 binary16 ("F16") from and to float. to_half rounds to nearest,
+// ties to even; magnitudes from 65520 up become infinity, NaN stays NaN.
+inline std::uint16_t float_to_half(float f) noexcept {
+  std::uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const std::uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7C00u | (a > 0x7F800000u ? 0x200u : 0u));
+  if (a >= 0x47800000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65536: overflow
+  if (a < 0x38800000u) {  // below 2^-14: a subnormal half (or zero), m * 2^-24
+    float v;
+    std::memcpy(&v, &a, sizeof v);
+    const auto m = static_cast<std::uint32_t>(std::nearbyint(v * 16777216.0f));  // exact product; rounds to even
+    return static_cast<std::uint16_t>(sign | m);
+  }
+  std::uint32_t h = (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3FFu);
+  const std::uint32_t rest = a & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right (up to inf)
+  return static_cast<std::uint16_t>(sign | h);
+}
+inline float half_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  std::uint32_t x;
+  if (e == 0) {
+    const float v = std::ldexp(static_cast<float>(m), -24);
+    std::memcpy(&x, &v, sizeof x);
+    x |= sign;
+  } else if (e == 31) {
+    x = sign | 0x7F800000u | (m << 13);
+  } else {
+    x = sign | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+
 struct SafeTensor {
   SafetensorsDType dtype = SafetensorsDType::F32;
   std::vector<std::uint64_t> shape;
@@ -132,7 +170,9 @@ struct SafeTensor {
     for (const std::uint64_t d : shape) n *= d;
     return n;
   }
-  bool is_floating() const noexcept { return dtype == SafetensorsDType::F32 || dtype == SafetensorsDType::F64; }
+  bool is_floating() const noexcept {
+    return dtype == SafetensorsDType::F32 || dtype == SafetensorsDType::F64 || dtype == SafetensorsDType::F16;
+  }
 
   // A float (F32) or double (F64) tensor holding data[0, count) bit for bit.
   template <class T>
@@ -145,9 +185,32 @@ struct SafeTensor {
     return t;
   }
 
-  // Element i of an F32 or F64 tensor as T (a cast when the types differ).
+  // An F16 tensor of data[0, count) rounded to half precision (float_to_half);
+  // false in `finite` when a finite value overflowed to infinity.
+  static SafeTensor half_from(const float* data, std::vector<std::uint64_t> shape, bool* finite = nullptr) {
+    SafeTensor t;
+    t.dtype = SafetensorsDType::F16;
+    t.shape = std::move(shape);
+    const auto n = static_cast<std::size_t>(t.elements());
+    t.bytes.resize(n * 2);
+    bool ok = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint16_t h = float_to_half(data[i]);
+      if ((h & 0x7C00u) == 0x7C00u && std::isfinite(data[i])) ok = false;
+      t.bytes[2 * i] = static_cast<unsigned char>(h & 0xFFu);
+      t.bytes[2 * i + 1] = static_cast<unsigned char>(h >> 8);
+    }
+    if (finite) *finite = ok;
+    return t;
+  }
+
+  // Element i of an F32, F64 or F16 tensor as T (a cast when the types differ).
   template <class T>
   T get(std::size_t i) const {
+    if (dtype == SafetensorsDType::F16) {
+      const auto h = static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+      return static_cast<T>(half_to_float(h));
+    }
     if (dtype == SafetensorsDType::F32) {
       float v;
       std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
@@ -158,7 +221,7 @@ struct SafeTensor {
       std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
       return static_cast<T>(v);
     }
-    throw Error(std::string("SafeTensor::get: dtype ") + safetensors_dtype_name(dtype) + " is not F32 or F64");
+    throw Error(std::string("SafeTensor::get: dtype ") + safetensors_dtype_name(dtype) + " is not F32, F64 or F16");
   }
 };
 

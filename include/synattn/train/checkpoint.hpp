@@ -185,6 +185,38 @@ void save_checkpoint(const std::string& path, const ParameterStore<Scalar>& stor
   save_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, step, extra);
 }
 
+// Weights only, each rounded to F16 (half the bytes of F32): for shipping a
+// trained model, not for resuming training (no optimiser state, step 0).
+// Metadata as save_checkpoint's, with dtype "F16". Every value must lie
+// within F16's range (|v| < 65520), else Error naming the tensor. Loads with
+// CheckpointLoadOptions::convert_dtype into a float or double model.
+template <class Scalar>
+void save_weights_half(const std::string& path, const ParameterStore<Scalar>& store,
+                       const std::map<std::string, std::string>& extra = {}) {
+  namespace d = checkpoint_detail;
+  SafetensorsFile file;
+  for (const auto& kv : extra) {
+    if (d::reserved_key(kv.first))
+      throw Error("save_weights_half: extra metadata key '" + kv.first +
+                  "' is reserved (format, dtype, step, optimizer, optimizer.*)");
+    file.metadata.insert(kv);
+  }
+  file.metadata["format"] = d::format;
+  file.metadata["dtype"] = "F16";
+  file.metadata["step"] = "0";
+  file.metadata["optimizer"] = "none";
+  std::vector<float> staged;
+  for (int i = 0; i < store.count(); ++i) {
+    const ParameterInfo& p = store.info(i);
+    const auto v = store.value(i);
+    staged.assign(v.data(), v.data() + p.size());
+    bool finite = true;
+    file.tensors[p.name] = SafeTensor::half_from(staged.data(), d::shape_of(p), &finite);
+    if (!finite) throw Error("save_weights_half: parameter '" + p.name + "' has a value beyond F16's range (|v| >= 65520)");
+  }
+  save_safetensors(path, file);
+}
+
 // Restores parameters (and the optimiser's state and step count, when
 // `optimizer` is not null) from `path`; returns the step and the metadata.
 // Nothing is changed when it throws (ParseError "PATH: reason").
