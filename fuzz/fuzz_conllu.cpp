@@ -9,6 +9,18 @@
 //   (the same "FILE:LINE: reason" text);
 // - every sentence returned is a valid tree (tree() does not throw), with
 //   consecutive IDs and heads that round-trip through the canonical form.
+// The same bytes then go to the parser's two readers, which may throw
+// nothing but synattn::Error:
+// - parse::ConlluDocument::read: a document it accepts writes back byte for
+//   byte; set_heads with a valid tree on every sentence (word 1 the root,
+//   every other word attached to it, DEPREL "dep") does not throw, and the
+//   result re-reads as a document with those trees; setting every sentence
+//   that had a tree back to its own heads and relations gives the input back
+//   (unless set_heads refuses a relation the reader kept, e.g. one with a
+//   space: an Error, and then that check is skipped);
+// - parse::read_token_text: what it accepts writes CoNLL-U that
+//   ConlluDocument reads back with the same sentences and forms, and that
+//   takes trees as above.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +30,8 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
+#include <synattn/parse/conllu_document.hpp>
+#include <synattn/parse/token_text.hpp>
 
 namespace {
 
@@ -54,6 +68,116 @@ bool same(const synattn::ConlluSentence& a, const synattn::ConlluSentence& b) {
       return false;
   }
   return true;
+}
+
+// Gives every sentence of `doc` the tree "word 1 the root, every other word
+// attached to it" (a valid tree for any length) and checks that the result
+// re-reads with those trees and writes back unchanged. Returns the text.
+std::string check_set_heads(synattn::parse::ConlluDocument& doc) {
+  for (std::size_t s = 0; s < doc.size(); ++s) {
+    const std::size_t n = doc.word_count(s);
+    expect(n >= 1, "a document sentence has words");
+    std::vector<int> heads(n, 1);
+    heads[0] = 0;
+    doc.set_heads(s, heads, std::vector<std::string>(n, "dep"));  // a throw is a finding
+    expect(doc.has_tree(s), "set_heads gives a tree");
+  }
+  const std::string text = doc.to_string();
+  std::istringstream in(text);
+  // Not caught: what set_heads wrote must read back.
+  const synattn::parse::ConlluDocument back = synattn::parse::ConlluDocument::read(in, "fuzz.rewritten.conllu");
+  expect(back.size() == doc.size(), "a rewritten document has the same sentences");
+  for (std::size_t s = 0; s < back.size(); ++s) {
+    expect(back.has_input_tree(s), "a rewritten sentence has a tree");
+    const synattn::ConlluSentence& got = back.input(s);
+    expect(got.words.size() == doc.word_count(s), "a rewritten sentence has the same words");
+    for (std::size_t i = 0; i < got.words.size(); ++i) {
+      expect(got.words[i].head == (i == 0 ? 0 : 1), "the heads set are read back");
+      expect(got.words[i].deprel == "dep", "the relations set are read back");
+    }
+    expect(back.forms(s) == doc.forms(s), "a rewritten sentence has the same forms");
+  }
+  expect(back.to_string() == text, "a rewritten document writes back byte for byte");
+  return text;
+}
+
+// `strict_good` and `strict_clean` (no error) are what the strict reader
+// made of the same input: a document accepts and refuses what it does,
+// except for sentences with HEAD '_' on every word, which only it accepts.
+void check_document(const std::string& input, const std::vector<synattn::ConlluSentence>& strict_good,
+                    bool strict_clean) {
+  synattn::parse::ConlluDocument doc;
+  try {
+    std::istringstream in(input);
+    doc = synattn::parse::ConlluDocument::read(in, "fuzz.conllu");
+  } catch (const synattn::Error&) {
+    expect(!strict_clean, "a document reads what the strict reader reads");
+    return;
+  }
+  expect(doc.to_string() == input, "an unchanged document writes back byte for byte");
+  bool all_trees = true;
+  for (std::size_t s = 0; s < doc.size(); ++s) {
+    expect(doc.has_tree(s) == doc.has_input_tree(s), "a read sentence has a tree iff its input had one");
+    if (doc.has_input_tree(s)) (void)doc.input(s).tree();  // a TreeError here is a finding
+    all_trees = all_trees && doc.has_input_tree(s);
+  }
+  if (all_trees) {
+    expect(strict_clean, "the strict reader reads what a document with trees reads");
+    expect(doc.size() == strict_good.size(), "a document has the strict reader's sentences");
+    for (std::size_t s = 0; s < doc.size(); ++s) {
+      const synattn::ConlluSentence& a = doc.input(s);
+      const synattn::ConlluSentence& b = strict_good[s];
+      expect(a.sent_id == b.sent_id && a.text == b.text && a.line == b.line && a.words.size() == b.words.size(),
+             "a document's sentence is the strict reader's");
+      for (std::size_t i = 0; i < a.words.size(); ++i)
+        expect(a.words[i].form == b.words[i].form && a.words[i].head == b.words[i].head &&
+                   a.words[i].deprel == b.words[i].deprel && a.words[i].upos == b.words[i].upos,
+               "a document's words are the strict reader's");
+    }
+  }
+
+  // Each tree put back as it was read gives the input back.
+  synattn::parse::ConlluDocument same = doc;
+  bool refused = false;
+  for (std::size_t s = 0; s < same.size() && !refused; ++s) {
+    if (!same.has_input_tree(s)) continue;
+    std::vector<int> heads;
+    std::vector<std::string> deprels;
+    for (const synattn::ConlluWord& w : same.input(s).words) {
+      heads.push_back(w.head);
+      deprels.push_back(w.deprel);
+    }
+    try {
+      same.set_heads(s, heads, deprels);
+    } catch (const synattn::Error&) {
+      refused = true;  // a relation set_heads does not write (space, control character)
+    }
+  }
+  if (!refused) expect(same.to_string() == input, "set_heads with the input's own trees changes nothing");
+
+  check_set_heads(doc);
+}
+
+void check_token_text(const std::string& input) {
+  synattn::parse::ConlluDocument doc;
+  try {
+    std::istringstream in(input);
+    doc = synattn::parse::read_token_text(in, "fuzz.txt");
+  } catch (const synattn::Error&) {
+    return;
+  }
+  const std::string text = doc.to_string();
+  std::istringstream in(text);
+  // Not caught: the CoNLL-U written for token text must read back.
+  const synattn::parse::ConlluDocument back = synattn::parse::ConlluDocument::read(in, "fuzz.tokens.conllu");
+  expect(back.size() == doc.size(), "token text re-reads with the same sentences");
+  for (std::size_t s = 0; s < back.size(); ++s) {
+    expect(!back.has_input_tree(s), "token text has no trees");
+    expect(back.forms(s) == doc.forms(s), "token text re-reads with the same forms");
+    expect(back.sent_id(s) == std::to_string(s + 1), "token text sentences are numbered");
+  }
+  expect(back.to_string() == text, "token text's CoNLL-U writes back byte for byte");
+  check_set_heads(doc);
 }
 
 }  // namespace
@@ -104,5 +228,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       expect(issues[i].to_string() == strict_errors[i], "issue text matches the strict error");
     }
   }
+
+  check_document(input, strict_good, strict_errors.empty());
+  check_token_text(input);
   return 0;
 }

@@ -3,8 +3,14 @@
 //
 // Any input must either parse or raise synattn::Error; anything else escaping
 // (another exception, a sanitizer report, a trap below) is a bug. An accepted
-// file must be self-consistent and survive a write/read round trip.
+// file must be self-consistent and survive a write/read round trip. When its
+// metadata has a parser model's "parser.options" or "parser.vocabulary"
+// (parse/parser_model.hpp), those are read as ParserModel::load reads them:
+// again nothing but synattn::Error may come out, and what is accepted must
+// survive its own to_json/from_json round trip.
 #include <synattn/io/safetensors.hpp>
+#include <synattn/parse/parser_model.hpp>
+#include <synattn/parse/parser_vocabulary.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -40,12 +46,38 @@ void check_accepted(const synattn::SafetensorsFile& f) {
   }
 }
 
+// The parser model's metadata, read as ParserModel::load reads it.
+void check_parser_metadata(const synattn::SafetensorsFile& f) {
+  const auto options = f.metadata.find("parser.options");
+  if (options != f.metadata.end()) {
+    try {
+      const synattn::parse::ParserOptions o = synattn::parse::options_from_json(options->second);
+      // Accepted options are valid, and their JSON reads back as the same JSON.
+      const std::string again = synattn::parse::options_to_json(o);
+      require(synattn::parse::options_to_json(synattn::parse::options_from_json(again)) == again);
+    } catch (const synattn::Error&) {
+    }
+  }
+  const auto vocabulary = f.metadata.find("parser.vocabulary");
+  if (vocabulary != f.metadata.end()) {
+    try {
+      const synattn::parse::ParserVocabulary v = synattn::parse::ParserVocabulary::from_json(vocabulary->second);
+      require(synattn::parse::ParserVocabulary::from_json(v.to_json()) == v);
+    } catch (const synattn::Error&) {
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  synattn::SafetensorsFile f;
   try {
-    check_accepted(synattn::parse_safetensors(data, size, "fuzz"));
+    f = synattn::parse_safetensors(data, size, "fuzz");
   } catch (const synattn::Error&) {
+    return 0;
   }
+  check_accepted(f);
+  check_parser_metadata(f);
   return 0;
 }

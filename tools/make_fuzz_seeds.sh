@@ -74,4 +74,37 @@ printf '%s' "$(cat "$s3")" > "$out/variant-no-final-newline.conllu"
 cat "$s1" "$out/variant-cycle.conllu" "$s2" "$out/variant-columns-7.conllu" "$s3" \
   > "$out/variant-mixed.conllu"
 
-echo "wrote $count sentence seeds and $(find "$out" -maxdepth 1 -name 'variant-*.conllu' | wc -l) variants to $out"
+# Text still to be parsed (parse::ConlluDocument): HEAD '_' on every word
+# (accepted, DEPREL kept as read), on some words only (refused), and '_'
+# heads beside multiword tokens and empty nodes, after a parsed sentence.
+variant heads-blank  '$1 ~ /^[0-9]+$/ { $7 = "_"; $8 = "_" } { print }'
+variant heads-blank-deprel '$1 ~ /^[0-9]+$/ { $7 = "_" } { print }'
+variant heads-some-blank '$1 == "3" { $7 = "_" } { print }'
+variant heads-first-blank '$1 == "1" { $7 = "_" } { print }'
+awk -F '\t' -v OFS='\t' '$1 ~ /^[0-9]+$/ { $7 = "_"; $8 = "_" } { print }' "$s2" > "$out/variant-heads-blank-2.conllu"
+{ cat "$s1"; cat "$out/variant-heads-blank-2.conllu"; cat "$out/variant-mwt-single.conllu"; } \
+  > "$out/variant-heads-blank-mixed.conllu"
+awk -F '\t' -v OFS='\t' '$1 ~ /^[0-9]+$/ { $7 = "_" } { print }' "$out/variant-empty-node.conllu" \
+  > "$out/variant-heads-blank-empty-node.conllu"
+# A BOM at the start of a later sentence (only the file's first line may have one).
+{ cat "$s1"; printf '\357\273\277'; cat "$s2"; } > "$out/variant-bom-later.conllu"
+
+# Token text (parse::read_token_text): one sentence a line, tokens between
+# spaces and tabs. Made from the sample's forms, then the oddities it
+# accepts (CRLF, BOM, blank lines, tabs, no final newline, UTF-8) and
+# refuses (bad UTF-8, control characters, CR-only line ends).
+awk -F '\t' 'BEGIN { RS = ""; ORS = "" }
+  NR <= 5 { n = split($0, lines, "\n"); s = "";
+    for (i = 1; i <= n; i++) { split(lines[i], f, "\t"); if (f[1] ~ /^[0-9]+$/) s = s (s == "" ? "" : " ") f[2] }
+    print s "\n" }' "$sample" > "$out/tokens-sample.txt"
+printf 'The cat sat .\n\n  \t \nIt\tslept\t.  \n' > "$out/tokens-blank-lines.txt"
+printf 'The cat sat .\r\nIt slept .\r\n' > "$out/tokens-crlf.txt"
+printf '\357\273\277The cat sat .\nIt slept .' > "$out/tokens-bom-no-final-newline.txt"
+printf 'Caf\303\251 \344\270\255\346\226\207 \360\237\230\200 a\302\240b\n' > "$out/tokens-utf8.txt"
+printf 'bad \300\257 overlong\n' > "$out/tokens-bad-utf8.txt"
+printf 'surrogate \355\240\200\ncut \342\202\n' > "$out/tokens-bad-utf8-2.txt"
+printf 'bell \007 here\n' > "$out/tokens-control.txt"
+printf 'one line\rtwo lines\r' > "$out/tokens-cr-only.txt"
+printf '# not a comment\n1 2 3\n_ _\n' > "$out/tokens-conllu-like.txt"
+
+echo "wrote $count sentence seeds, $(find "$out" -maxdepth 1 -name 'variant-*.conllu' | wc -l) variants and $(find "$out" -maxdepth 1 -name 'tokens-*.txt' | wc -l) token texts to $out"

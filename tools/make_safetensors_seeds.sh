@@ -51,4 +51,16 @@ seed gap.safetensors '{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}' '\
 seed truncated.safetensors '{"a":{"dtype":"F64","shape":[4],"data_offsets":[0,32]}}' '\x00\x00\x00\x00\x00\x00\xf0\x3f'
 seed duplicate.safetensors '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}' '\x01\x02'
 
+# Parser model metadata (parse/parser_model.hpp): parser.options and
+# parser.vocabulary are JSON texts inside the header's JSON strings.
+options='{\"num_words\":5,\"num_chars\":10,\"num_upos\":2,\"num_labels\":2,\"word_dim\":8,\"char_dim\":4,\"char_filters\":8,\"char_width\":3,\"use_chars\":true,\"d_model\":16,\"heads\":2,\"d_ff\":32,\"layers\":1,\"relative_bias\":true,\"bias_per_head\":true,\"absolute_positions\":true,\"arc_dim\":8,\"label_dim\":4,\"leaky_slope\":0.1,\"embedding_dropout\":0.33,\"encoder_dropout\":0.1,\"attention_dropout\":0.1,\"mlp_dropout\":0.33,\"upos_weight\":1.0,\"max_length\":512,\"seed\":1}'
+vocabulary='{\"words\":[\"<pad>\",\"<unk>\",\"<root>\",\"the\",\"cat\"],\"word_counts\":[0,0,0,3,2],\"chars\":[97,99,101,104,116],\"upos\":[\"DET\",\"NOUN\"],\"labels\":[\"det\",\"root\"]}'
+seed parser_model.safetensors "{\"__metadata__\":{\"format\":\"synattn.checkpoint.v1\",\"parser.format\":\"synattn.parser.v1\",\"parser.options\":\"$options\",\"parser.vocabulary\":\"$vocabulary\"},\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}" \
+  '\x00\x00\x80\x3f'
+# Near-misses: a missing key, wrong types, out-of-range and fractional numbers, a duplicate.
+seed parser_bad_options.safetensors "{\"__metadata__\":{\"parser.options\":\"{\\\"num_words\\\":5,\\\"num_chars\\\":-1,\\\"heads\\\":2.5}\",\"parser.vocabulary\":\"{\\\"words\\\":[\\\"<pad>\\\",\\\"<unk>\\\",\\\"<root>\\\",\\\"a\\\",\\\"a\\\"],\\\"word_counts\\\":[0,0,0,1,1],\\\"chars\\\":[97],\\\"upos\\\":[],\\\"labels\\\":[\\\"dep\\\"]}\"}}" ''
+# Numbers no integer field can hold (a plain cast of 1e300 to int is undefined behaviour).
+seed parser_huge_numbers.safetensors "{\"__metadata__\":{\"parser.options\":\"{\\\"num_words\\\":1e300,\\\"seed\\\":-1}\",\"parser.vocabulary\":\"{\\\"words\\\":[\\\"<pad>\\\",\\\"<unk>\\\",\\\"<root>\\\"],\\\"word_counts\\\":[1e300,0,0],\\\"chars\\\":[-1e300],\\\"upos\\\":[],\\\"labels\\\":[\\\"dep\\\"]}\"}}" ''
+seed parser_wrong_types.safetensors "{\"__metadata__\":{\"parser.options\":\"[1,2,3]\",\"parser.vocabulary\":\"{\\\"words\\\":\\\"none\\\",\\\"word_counts\\\":[],\\\"chars\\\":[-1],\\\"upos\\\":[],\\\"labels\\\":[]}\"}}" ''
+
 echo "wrote $(find "$out" -maxdepth 1 -name '*.safetensors' | wc -l) seeds to $out"

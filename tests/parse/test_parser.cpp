@@ -461,3 +461,32 @@ TEST_CASE("Training and parsing give the same bits at 1 and 2 threads", "[parse]
   SUCCEED("built without OpenMP: one thread only");
 #endif
 }
+
+TEST_CASE("ParserModel::save_half stores F16 weights that load as their rounded values", "[parse][io]") {
+  synattn_test::TempDir dir;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserModel model(tiny_options(v), v);
+  train_tiny(model, encode_all(bank, v), 2);
+  const std::string full = dir.file("full.safetensors"), half = dir.file("half.safetensors");
+  model.save(full);
+  model.save_half(half);
+  std::size_t full_bytes = 0, half_bytes = 0;
+  for (const auto& kv : load_safetensors(full).tensors) full_bytes += kv.second.bytes.size();
+  for (const auto& kv : load_safetensors(half).tensors) half_bytes += kv.second.bytes.size();
+  CHECK(half_bytes * 2 == full_bytes);
+  const ParserModel back = ParserModel::load(half);
+  const auto a = model.parser().parameters();
+  const auto b = back.parser().parameters();
+  REQUIRE(a.size() == b.size());
+  Index differ = 0;
+  for (Index i = 0; i < a.size(); ++i) {
+    CHECK(b[i] == half_to_float(float_to_half(a[i])));
+    if (b[i] != a[i]) ++differ;
+  }
+  CHECK(differ > 0);
+  CHECK(load_safetensors(half).metadata.at("dtype") == "F16");
+  // A value beyond F16's range is refused, naming the parameter.
+  model.parser().parameter("arc.head_bias")(0, 0) = 1e6f;
+  CHECK_THROWS_WITH(model.save_half(dir.file("big.safetensors")), Catch::Contains("'arc.head_bias'"));
+}

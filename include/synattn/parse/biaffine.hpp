@@ -44,6 +44,7 @@ inline void check_shape(const char* fn, const char* name, Index rows, Index cols
 template <class Scalar>
 struct ArcBiaffineCache {
   RowMajorMatrix<Scalar> dep_u;  // (B * m, d): D U
+  Eigen::Matrix<Scalar, Eigen::Dynamic, 1> head_prior;   // (B * m): H u^T
   RowMajorMatrix<Scalar> ddep_u;
   Eigen::Matrix<Scalar, Eigen::Dynamic, 1> column_sums;  // (B * m): sum_i dS[i, j] per sequence
   const void* owner = nullptr;
@@ -78,13 +79,14 @@ class ArcBiaffine {
     c.dep_u.resize(dep.rows(), d_);
     parallel_chunks(dep.rows(), double(d_) * d_,
                     [&](Index r0, Index n) { kernels::product<Scalar>(c.dep_u.middleRows(r0, n), dep.middleRows(r0, n), U); });
-    // S_b (m, m) = dep_u_b H_b^T + 1 (H_b u^T)^T
+    // head_prior (B * m) = H u^T
+    c.head_prior.resize(dep.rows());
+    c.head_prior.noalias() = head * u.transpose();
+    // S_b (m, m) = dep_u_b H_b^T + 1 head_prior_b^T
     parallel_for(B, double(m) * m * d_, [&](Index b) {
       auto S = scores.middleRows(b * m, m);
-      const auto Hb = head.middleRows(b * m, m);
-      kernels::product<Scalar>(S, c.dep_u.middleRows(b * m, m), Hb, kernels::Transpose::rhs);
-      const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> prior = (Hb * u.transpose()).transpose();  // (1, m)
-      S.rowwise() += prior;
+      kernels::product<Scalar>(S, c.dep_u.middleRows(b * m, m), head.middleRows(b * m, m), kernels::Transpose::rhs);
+      S.rowwise() += c.head_prior.segment(b * m, m).transpose();
     });
     c.owner = this;
     c.rows = dep.rows();
@@ -191,7 +193,7 @@ class LabelBiaffine {
     // logits[t, l] = projected[t, l-block] . head1[t]
     for (Index t = 0; t < T; ++t) {
       const auto P = Eigen::Map<const Matrix>(c.projected.row(t).data(), labels_, d1);  // (L, d1)
-      logits.row(t).noalias() = (P * c.head1.row(t).transpose()).transpose();
+      logits.row(t).transpose().noalias() = P * c.head1.row(t).transpose();
     }
     c.owner = this;
   }
@@ -209,8 +211,8 @@ class LabelBiaffine {
       auto dP = Eigen::Map<Matrix>(c.dprojected.row(t).data(), labels_, d1);           // (L, d1)
       // dP (L, d1) = dlogits[t]^T head1[t];  dhead1[t] (d1) = dlogits[t] P
       dP.noalias() = dlogits.row(t).transpose() * c.head1.row(t);
-      const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> dh1 = dlogits.row(t) * P;
-      dhead.row(t) = dh1.head(d_);
+      // dhead1[t] (d1) = dlogits[t] P; its last entry (the appended 1's) is dropped
+      dhead.row(t).noalias() = dlogits.row(t) * P.leftCols(d_);
     }
     // dW (d1, L * d1) += dep1^T dprojected;  ddep1 (T, d1) = dprojected W^T
     auto dW = store_.gradient(weight_);

@@ -352,7 +352,12 @@ class ConlluDocument {
     // sentence is refused below, after the reader's checks of the rest).
     const bool placeholders = blank_heads > 0;
 
-    std::string text;
+    // The reader drops a byte-order mark from its own first line only; a
+    // block after the file's first line gets a blank line before it, so a
+    // BOM there is refused as read_conllu refuses it (and the reader's line
+    // numbers are one more than the block's).
+    const std::size_t shift = begin > 0 ? 1 : 0;
+    std::string text(shift, '\n');
     for (std::size_t k = begin, w = 0; k < end; ++k) {
       if (placeholders && w < word_lines.size() && word_lines[w] == k) {
         split_columns(content(k), field);
@@ -375,8 +380,8 @@ class ConlluDocument {
     try {
       found = reader.next(s);
     } catch (const ParseError& e) {
-      // The reader's line 1 is the block's first line: file line begin + 1.
-      throw ParseError(file_, begin + e.line(), e.reason());
+      // The reader's line 1 + shift is the block's first line: file line begin + 1.
+      throw ParseError(file_, begin + e.line() - shift, e.reason());
     }
     if (!found) return;  // comments alone: not a sentence, kept as lines only
     if (s.words.size() != word_lines.size())  // cannot happen: the reader checked the IDs

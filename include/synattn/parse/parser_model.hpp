@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -77,32 +78,36 @@ inline ParserOptions options_from_json(const std::string& text) {
   ParserOptions o;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    j.at("num_words").get_to(o.num_words);
-    j.at("num_chars").get_to(o.num_chars);
-    j.at("num_upos").get_to(o.num_upos);
-    j.at("num_labels").get_to(o.num_labels);
-    j.at("word_dim").get_to(o.word_dim);
-    j.at("char_dim").get_to(o.char_dim);
-    j.at("char_filters").get_to(o.char_filters);
-    j.at("char_width").get_to(o.char_width);
+    // Integers are checked for type and range (json_detail::checked_integer).
+    const auto integer = [&j](const char* key, auto& out) {
+      out = json_detail::checked_integer<std::decay_t<decltype(out)>>(j.at(key), std::string("parser options: ") + key);
+    };
+    integer("num_words", o.num_words);
+    integer("num_chars", o.num_chars);
+    integer("num_upos", o.num_upos);
+    integer("num_labels", o.num_labels);
+    integer("word_dim", o.word_dim);
+    integer("char_dim", o.char_dim);
+    integer("char_filters", o.char_filters);
+    integer("char_width", o.char_width);
     j.at("use_chars").get_to(o.use_chars);
-    j.at("d_model").get_to(o.d_model);
-    j.at("heads").get_to(o.heads);
-    j.at("d_ff").get_to(o.d_ff);
-    j.at("layers").get_to(o.layers);
+    integer("d_model", o.d_model);
+    integer("heads", o.heads);
+    integer("d_ff", o.d_ff);
+    integer("layers", o.layers);
     j.at("relative_bias").get_to(o.relative_bias);
     j.at("bias_per_head").get_to(o.bias_per_head);
     j.at("absolute_positions").get_to(o.absolute_positions);
-    j.at("arc_dim").get_to(o.arc_dim);
-    j.at("label_dim").get_to(o.label_dim);
+    integer("arc_dim", o.arc_dim);
+    integer("label_dim", o.label_dim);
     j.at("leaky_slope").get_to(o.leaky_slope);
     j.at("embedding_dropout").get_to(o.embedding_dropout);
     j.at("encoder_dropout").get_to(o.encoder_dropout);
     j.at("attention_dropout").get_to(o.attention_dropout);
     j.at("mlp_dropout").get_to(o.mlp_dropout);
     j.at("upos_weight").get_to(o.upos_weight);
-    j.at("max_length").get_to(o.max_length);
-    j.at("seed").get_to(o.seed);
+    integer("max_length", o.max_length);
+    integer("seed", o.seed);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("parser options: ") + e.what());
   }
@@ -162,6 +167,13 @@ class ParserModel {
     save_checkpoint<float>(path, parser_.parameter_store(), optimizer, step, extra);
   }
 
+  // Weights only, rounded to F16: half the size, for shipping (the shipped
+  // English model is stored so; its scores are measured after the rounding).
+  void save_half(const std::string& path, std::map<std::string, std::string> extra = {}) const {
+    for (const auto& kv : metadata()) extra[kv.first] = kv.second;
+    save_weights_half<float>(path, parser_.parameter_store(), extra);
+  }
+
   // Reads the options and vocabulary from the file, builds the parser and
   // loads its weights (and the optimiser's state when `optimizer` is given).
   static ParserModel load(const std::string& path, Optimizer<float>* optimizer = nullptr, CheckpointInfo* info = nullptr) {
@@ -186,7 +198,10 @@ class ParserModel {
       throw ParseError(path, 0, e.what());
     }
     ParserModel model(options, std::move(vocabulary));
-    const CheckpointInfo got = load_checkpoint<float>(path, model.parser_.parameter_store(), optimizer);
+    // F16 weights (save_half) are widened; F64 ones would be refused as usual.
+    CheckpointLoadOptions load_options;
+    load_options.convert_dtype = file.tensors.empty() || file.tensors.begin()->second.dtype == SafetensorsDType::F16;
+    const CheckpointInfo got = load_checkpoint<float>(path, model.parser_.parameter_store(), optimizer, load_options);
     if (info) *info = got;
     return model;
   }

@@ -23,8 +23,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +39,43 @@ namespace parse {
 constexpr std::int32_t kWordPadding = 0, kWordUnknown = 1, kWordRoot = 2;
 constexpr std::int32_t kCharPadding = 0, kCharUnknown = 1, kCharBegin = 2, kCharEnd = 3, kCharRoot = 4;
 constexpr int kReservedWords = 3, kReservedChars = 5;
+
+namespace json_detail {
+
+// `v` as an integer of type T, or Error "WHAT is ..., expected an integer in
+// [min, max]": nlohmann's own get<T>() casts a fractional or huge number
+// (1e300 to int is undefined behaviour) and wraps an integer out of range,
+// which must not happen to what a model file says.
+template <class T>
+T checked_integer(const nlohmann::json& v, const std::string& what) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "an integer type");
+  constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u <= max) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i >= 0 ? static_cast<std::uint64_t>(i) <= max
+               : std::is_signed_v<T> && i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()))
+      return static_cast<T>(i);
+  }
+  throw Error(what + " is " + (v.is_number() ? v.dump() : std::string("a ") + v.type_name()) +
+              ", expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+              std::to_string(std::numeric_limits<T>::max()) + "]");
+}
+
+// An array of such integers.
+template <class T>
+std::vector<T> checked_integers(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_array()) throw Error(what + " is a " + std::string(v.type_name()) + ", expected an array");
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.push_back(checked_integer<T>(v[i], what + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+}  // namespace json_detail
 
 // Decodes UTF-8 into code points; an invalid byte becomes U+FFFD, so any
 // byte string has a character sequence (the readers reject bad UTF-8 where
@@ -152,8 +191,8 @@ class ParserVocabulary {
     try {
       const nlohmann::json j = nlohmann::json::parse(text);
       v.words_ = j.at("words").get<std::vector<std::string>>();
-      v.word_counts_ = j.at("word_counts").get<std::vector<long long>>();
-      v.chars_ = j.at("chars").get<std::vector<std::uint32_t>>();
+      v.word_counts_ = json_detail::checked_integers<long long>(j.at("word_counts"), "parser vocabulary: word_counts");
+      v.chars_ = json_detail::checked_integers<std::uint32_t>(j.at("chars"), "parser vocabulary: chars");
       v.upos_ = j.at("upos").get<std::vector<std::string>>();
       v.labels_ = j.at("labels").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
