@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     switch (config.command) {
       case parse_cli::Command::Train: return parse_cli::run_train(config.train, std::cerr);
       case parse_cli::Command::Eval: return parse_cli::run_eval(config.eval, std::cout, std::cerr);
+      case parse_cli::Command::Export: return parse_cli::run_export(config.export_, std::cerr);
       default: return parse_cli::run_parse(config.parse, std::cin, std::cout, std::cerr);
     }
   } catch (const parse_cli::UsageError& e) {

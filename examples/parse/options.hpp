@@ -31,6 +31,7 @@ struct TrainConfig {
   long long warmup = 400;
   double decay_steps = 5000;
   bool tagger = true;
+  bool half = false;  // the best model saved with F16 weights (ParserModel::save_half)
   synattn::parse::ParserOptions model;  // sizes; vocabulary sizes filled from the data
 };
 
@@ -39,18 +40,23 @@ struct ParseConfig {
   int threads = 0;
 };
 
+struct ExportConfig {
+  std::string model_path, output_path;
+};
+
 struct EvalConfig {
   std::string model_path, gold_path;
   int threads = 0;
 };
 
-enum class Command { Train, Parse, Eval, Help };
+enum class Command { Train, Parse, Eval, Export, Help };
 
 struct Config {
   Command command = Command::Parse;
   TrainConfig train;
   ParseConfig parse;
   EvalConfig eval;
+  ExportConfig export_;
 };
 
 inline const char* kUsage =
@@ -59,8 +65,10 @@ inline const char* kUsage =
     "              [--checkpoint FILE] [--resume FILE] [--batch-tokens N] [--lr X] [--warmup N] [--clip X]\n"
     "              [--d-model D] [--layers L] [--heads H] [--d-ff F] [--word-dim D] [--char-filters F]\n"
     "              [--arc-dim D] [--label-dim D] [--no-chars] [--no-relative-bias] [--no-tagger] [--min-count N]\n"
+    "              [--half] [--progress-every N]\n"
     "  parse [--model M] [--input FILE|-] [--format conllu|tokens] [--output FILE|-] [--threads T]\n"
     "  parse eval [--model M] --gold FILE [--threads T]\n"
+    "  parse export --model M --output FILE          (the model's weights rounded to F16: half the size)\n"
     "Without --model, the shipped English (UD EWT) model is used.\n";
 
 inline long long parse_integer(const std::string& flag, const std::string& text, long long lo, long long hi) {
@@ -104,6 +112,9 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
   } else if (!args.empty() && args[0] == "eval") {
     c.command = Command::Eval;
     i = 1;
+  } else if (!args.empty() && args[0] == "export") {
+    c.command = Command::Export;
+    i = 1;
   }
   const auto value = [&](const std::string& flag) -> const std::string& {
     if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
@@ -123,7 +134,7 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
     }
     if (a == "--model") {
       const std::string& v = value(a);
-      t.model_path = c.parse.model_path = c.eval.model_path = v;
+      t.model_path = c.parse.model_path = c.eval.model_path = c.export_.model_path = v;
       continue;
     }
     if (c.command == Command::Train) {
@@ -155,7 +166,13 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
       else if (a == "--no-chars") t.model.use_chars = false;
       else if (a == "--no-relative-bias") t.model.relative_bias = false;
       else if (a == "--no-tagger") t.tagger = false;
+      else if (a == "--half") t.half = true;
       else throw UsageError("unknown option for 'parse train': " + a);
+      continue;
+    }
+    if (c.command == Command::Export) {
+      if (a == "--output") c.export_.output_path = value(a);
+      else throw UsageError("unknown option for 'parse export': " + a);
       continue;
     }
     if (c.command == Command::Eval) {
@@ -176,6 +193,8 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
       throw UsageError("parse train needs --train, --dev and --model");
   }
   if (c.command == Command::Eval && c.eval.gold_path.empty()) throw UsageError("parse eval needs --gold FILE");
+  if (c.command == Command::Export && (c.export_.model_path.empty() || c.export_.output_path.empty()))
+    throw UsageError("parse export needs --model FILE and --output FILE");
   return c;
 }
 

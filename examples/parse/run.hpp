@@ -119,6 +119,15 @@ inline int run_eval(const EvalConfig& cfg, std::ostream& out, std::ostream& log)
   return 0;
 }
 
+// The model's weights rounded to F16, options and vocabulary unchanged.
+inline int run_export(const ExportConfig& cfg, std::ostream& log) {
+  check_writable(cfg.output_path, "--output");
+  const synattn::parse::ParserModel model = synattn::parse::ParserModel::load(cfg.model_path);
+  model.save_half(cfg.output_path);
+  log << "wrote " << cfg.output_path << " (" << model.parser().parameter_count() << " parameters, F16)\n";
+  return 0;
+}
+
 }  // namespace parse_cli
 
 #endif  // SYNATTN_EXAMPLES_PARSE_RUN_HPP

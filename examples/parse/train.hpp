@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,11 +91,52 @@ inline std::string format_duration(double seconds) {
   return buf;
 }
 
+// A double as text that reads back to the same value (std::to_string keeps
+// six decimals: a resumed run then saw a tie with the best score as a gain).
+inline std::string exact_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// The options a resumed run must share with the run it continues, as
+// "name=value" lines: the data order, dropout masks and schedule are
+// functions of them, so a resume with other values would silently be another
+// run. (--epochs and --patience may change: extending a run is resuming it.)
+inline std::string run_signature(const TrainConfig& c, const synattn::parse::ParserOptions& o) {
+  std::string s;
+  const auto add = [&](const char* name, const std::string& value) { s += std::string(name) + "=" + value + "\n"; };
+  add("--seed", std::to_string(c.seed));
+  add("--batch-tokens", std::to_string(c.batch_tokens));
+  add("--lr", exact_text(c.lr));
+  add("--warmup", std::to_string(c.warmup));
+  add("--decay-steps", exact_text(c.decay_steps));
+  add("--clip", exact_text(c.clip));
+  add("--min-count", std::to_string(c.min_count));
+  add("--half", c.half ? "on" : "off");
+  add("--d-model", std::to_string(o.d_model));
+  add("--layers", std::to_string(o.layers));
+  add("--heads", std::to_string(o.heads));
+  add("--d-ff", std::to_string(o.d_ff));
+  add("--word-dim", std::to_string(o.word_dim));
+  add("--char-filters", std::to_string(o.use_chars ? o.char_filters : 0));
+  add("--arc-dim", std::to_string(o.arc_dim));
+  add("--label-dim", std::to_string(o.label_dim));
+  add("--no-chars", o.use_chars ? "off" : "on");
+  add("--no-relative-bias", o.relative_bias ? "off" : "on");
+  add("--no-tagger", o.num_upos > 0 ? "off" : "on");
+  add("--dropout", exact_text(o.encoder_dropout));
+  add("--mlp-dropout", exact_text(o.mlp_dropout));
+  add("--embedding-dropout", exact_text(o.embedding_dropout));
+  return s;
+}
+
 // Metadata keys of the training state in a checkpoint.
 constexpr const char* kEpochKey = "train.epoch";
 constexpr const char* kBestKey = "train.best_las";
 constexpr const char* kBestEpochKey = "train.best_epoch";
 constexpr const char* kSinceBestKey = "train.since_best";
+constexpr const char* kSignatureKey = "train.options";
 
 inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   using namespace synattn::parse;
@@ -123,6 +166,19 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
         throw synattn::ParseError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
       return it->second;
     };
+    // The command line must describe the run being continued.
+    synattn::parse::ParserOptions asked = cfg.model;
+    asked.num_upos = cfg.tagger ? 1 : 0;
+    const std::string want = get(kSignatureKey), have = run_signature(cfg, asked);
+    if (want != have) {
+      std::string differ;
+      std::istringstream a(want), b(have);
+      for (std::string x, y; std::getline(a, x) && std::getline(b, y);)
+        if (x != y) differ += (differ.empty() ? "" : ", ") + x.substr(0, x.find('=')) + " was " + x.substr(x.find('=') + 1) +
+                              ", now " + y.substr(y.find('=') + 1);
+      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run had other options (" + differ +
+                       "); resume with the command line that started it");
+    }
     first_epoch = std::stoi(get(kEpochKey));
     best_las = std::stod(get(kBestKey));
     best_epoch = std::stoi(get(kBestEpochKey));
@@ -202,8 +258,13 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
       best_las = d.las;
       best_epoch = epoch + 1;
       since_best = 0;
-      model->save(cfg.model_path, nullptr, step, {{"train.dev_uas", std::to_string(d.uas)}, {"train.dev_las", std::to_string(d.las)},
-                                                  {"train.epochs", std::to_string(epoch + 1)}});
+      const std::map<std::string, std::string> note = {{"train.dev_uas", std::to_string(d.uas)},
+                                                        {"train.dev_las", std::to_string(d.las)},
+                                                        {"train.epochs", std::to_string(epoch + 1)}};
+      if (cfg.half)
+        model->save_half(cfg.model_path, note);
+      else
+        model->save(cfg.model_path, nullptr, step, note);
     } else {
       ++since_best;
     }
@@ -218,8 +279,9 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
     log << line << std::endl;
     if (!cfg.checkpoint_path.empty())
       model->save(cfg.checkpoint_path, &adam, step,
-                  {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, std::to_string(best_las)},
-                   {kBestEpochKey, std::to_string(best_epoch)}, {kSinceBestKey, std::to_string(since_best)}});
+                  {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, exact_text(best_las)},
+                   {kBestEpochKey, std::to_string(best_epoch)}, {kSinceBestKey, std::to_string(since_best)},
+                   {kSignatureKey, run_signature(cfg, parser.options())}});
     if (since_best >= cfg.patience) {
       log << "no better dev LAS for " << cfg.patience << " epochs: stopping\n";
       break;

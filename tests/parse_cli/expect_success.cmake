@@ -1,0 +1,27 @@
+# Runs EXE with the arguments ARGS (a list) and checks that it exits 0, that
+# its stdout matches every regular expression in WANT_OUT and its stderr
+# every one in WANT_ERR (lists; either may be empty), and that every path in
+# CREATES (removed before the run) exists afterwards.
+foreach(path IN LISTS CREATES)
+  file(REMOVE "${path}")
+endforeach()
+execute_process(COMMAND "${EXE}" ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit status ${rc}, expected 0\nstdout: ${out}\nstderr: ${err}")
+endif()
+foreach(re IN LISTS WANT_OUT)
+  if(NOT out MATCHES "${re}")
+    message(FATAL_ERROR "stdout does not match '${re}':\n${out}")
+  endif()
+endforeach()
+foreach(re IN LISTS WANT_ERR)
+  if(NOT err MATCHES "${re}")
+    message(FATAL_ERROR "stderr does not match '${re}':\n${err}")
+  endif()
+endforeach()
+foreach(path IN LISTS CREATES)
+  if(NOT EXISTS "${path}")
+    message(FATAL_ERROR "${path} was not written\nstderr: ${err}")
+  endif()
+endforeach()
+message("${out}${err}")
