@@ -490,3 +490,25 @@ TEST_CASE("ParserModel::save_half stores F16 weights that load as their rounded 
   model.parser().parameter("arc.head_bias")(0, 0) = 1e6f;
   CHECK_THROWS_WITH(model.save_half(dir.file("big.safetensors")), Catch::Contains("'arc.head_bias'"));
 }
+
+TEST_CASE("LabelBiaffine::infer gives forward's logits in row blocks, across a block edge", "[parse]") {
+  const int d = 5, L = 7;
+  const Index T = LabelBiaffine<float>::kInferRows + 44;
+  LabelBiaffine<float> lab(d, L);
+  std::mt19937 gen(2);
+  std::normal_distribution<float> dist;
+  auto W = lab.parameter_store().value(0);
+  for (Index i = 0; i < W.size(); ++i) W.data()[i] = dist(gen);
+  RowMajorMatrix<float> dep(T, d), head(T, d);
+  for (Index i = 0; i < dep.size(); ++i) dep.data()[i] = dist(gen);
+  for (Index i = 0; i < head.size(); ++i) head.data()[i] = dist(gen);
+  LabelBiaffineCache<float> a, b;
+  RowMajorMatrix<float> ya(T, L), yb(T, L);
+  lab.forward(dep, head, a, ya);
+  lab.infer(dep, head, b, yb);
+  CHECK(b.projected.rows() == LabelBiaffine<float>::kInferRows);
+  for (Index t = 0; t < T; ++t)
+    for (int l = 0; l < L; ++l) CHECK(yb(t, l) == Approx(ya(t, l)).epsilon(1e-6).margin(1e-6));
+  RowMajorMatrix<float> dd, dh;
+  CHECK_THROWS_WITH(lab.backward(ya, b, dd, dh), Catch::Contains("holds no forward pass"));
+}

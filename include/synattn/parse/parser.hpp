@@ -399,7 +399,7 @@ class BiaffineParser {
         c.label_dep_rows.push_back(r);
         c.label_head_rows.push_back((r / m) * m + out.heads[r]);
       }
-    label_forward(c);
+    label_forward(c, false);
     for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
       Index best = 0;
       c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
@@ -504,8 +504,9 @@ class BiaffineParser {
     }
   }
 
-  // label_logits (T, L) for the pairs in label_dep_rows / label_head_rows.
-  void label_forward(Cache& c) const {
+  // label_logits (T, L) for the pairs in label_dep_rows / label_head_rows;
+  // for_backward false: parsing (LabelBiaffine::infer, less memory).
+  void label_forward(Cache& c, bool for_backward = true) const {
     const Index T = static_cast<Index>(c.label_dep_rows.size());
     const int dl = s_.options.label_dim;
     c.label_dep.resize(T, dl);
@@ -515,7 +516,10 @@ class BiaffineParser {
       c.label_head.row(t) = c.mlp_out[3].row(c.label_head_rows[static_cast<std::size_t>(t)]);
     }
     c.label_logits.resize(T, s_.options.num_labels);
-    s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
+    if (for_backward)
+      s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
+    else
+      s_.label.infer(c.label_dep, c.label_head, c.label, c.label_logits);
   }
 
   State s_;
