@@ -1,0 +1,115 @@
+// bench_parser — parsing speed of trained parsers on UD English EWT dev
+// (gold tokenisation, 2,001 sentences, 25,148 words), as `parse` runs them:
+// the whole file per iteration, batches of similar-length sentences, decoding
+// included (ParserModel::parse), reading and writing excluded.
+//
+//   bench_parser                                   the shipped model (models/en_ewt.parser.safetensors)
+//   bench_parser --synattn_models=a.safetensors,b.safetensors   several models, one run, side by side
+//   bench_parser --benchmark_filter=.../threads:1  one thread only
+//
+// Counters: words/s (the median iteration's), and the model's parameters.
+// Benchmarks: parse/<model file name>/threads:T for T = 1 and 2.
+#include <benchmark/benchmark.h>
+
+#include <synattn/io/conllu.hpp>
+#include <synattn/parse/parser_model.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Corpus {
+  std::vector<std::vector<std::string>> sentences;
+  long long words = 0;
+};
+
+const Corpus& ewt_dev() {
+  static const Corpus corpus = [] {
+    Corpus c;
+    for (const auto& s : synattn::read_conllu(std::string(SYNATTN_SOURCE_DIR) + "/data/ud/UD_English-EWT/en_ewt-ud-dev.conllu")) {
+      c.sentences.emplace_back();
+      for (const auto& w : s.words) c.sentences.back().push_back(w.form);
+      c.words += static_cast<long long>(s.words.size());
+    }
+    return c;
+  }();
+  return corpus;
+}
+
+void parse_corpus(benchmark::State& state, std::shared_ptr<const synattn::parse::ParserModel> model, int threads) {
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#else
+  if (threads > 1) {
+    state.SkipWithError("built without OpenMP");
+    return;
+  }
+#endif
+  const Corpus& corpus = ewt_dev();
+  for (auto _ : state) {
+    const auto parsed = model->parse(corpus.sentences);
+    benchmark::DoNotOptimize(parsed.data());
+  }
+#if defined(_OPENMP)
+  omp_set_num_threads(saved);
+#endif
+  state.counters["words/s"] =
+      benchmark::Counter(static_cast<double>(corpus.words), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["parameters"] = static_cast<double>(model->parser().parameter_count());
+  state.SetItemsProcessed(state.iterations() * corpus.words);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string flag = "--synattn_models=";
+    if (a.rfind(flag, 0) == 0) {
+      std::string list = a.substr(flag.size());
+      for (std::size_t start = 0; start <= list.size();) {
+        const std::size_t comma = list.find(',', start);
+        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) models.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  if (models.empty()) models.push_back(std::string(SYNATTN_SOURCE_DIR) + "/models/en_ewt.parser.safetensors");
+  for (const std::string& path : models) {
+    std::shared_ptr<const synattn::parse::ParserModel> model;
+    try {
+      model = std::make_shared<const synattn::parse::ParserModel>(synattn::parse::ParserModel::load(path));
+    } catch (const std::exception& e) {
+      std::cerr << "bench_parser: " << e.what() << "\n";
+      return 1;
+    }
+    const std::string name = std::filesystem::path(path).filename().string();
+    for (const int threads : {1, 2})
+      benchmark::RegisterBenchmark(("parse/" + name + "/threads:" + std::to_string(threads)).c_str(), parse_corpus, model,
+                                   threads)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(2.0)
+          ->UseRealTime();
+  }
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
