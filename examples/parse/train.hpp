@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../train_deprel/progress.hpp"  // format_duration
 #include "options.hpp"
 
 namespace parse_cli {
@@ -78,18 +79,6 @@ inline std::vector<synattn::ConlluSentence> read_treebank(const std::string& pat
   return s;
 }
 
-inline std::string format_duration(double seconds) {
-  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "?";
-  const long s = std::lround(seconds);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
-  else if (s >= 60)
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lds", s);
-  return buf;
-}
 
 // A double as text that reads back to the same value (std::to_string keeps
 // six decimals: a resumed run then saw a tie with the best score as a gain).
@@ -275,7 +264,7 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
                   "epoch %d/%d loss %.4f dev UAS %.2f LAS %.2f%s train %.0f words/s parse %.0f words/s elapsed %s ETA %s",
                   epoch + 1, cfg.epochs, loss_sum / static_cast<double>(std::max<long long>(1, epoch_words)), d.uas, d.las,
                   improved ? " (best, saved)" : "", static_cast<double>(trained_words) / std::max(1e-9, step_seconds),
-                  d.words_per_second, format_duration(elapsed).c_str(), format_duration(eta).c_str());
+                  d.words_per_second, train_deprel::format_duration(elapsed).c_str(), train_deprel::format_duration(eta).c_str());
     log << line << std::endl;
     if (!cfg.checkpoint_path.empty())
       model->save(cfg.checkpoint_path, &adam, step,
@@ -289,7 +278,7 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   }
   char done[200];
   std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", best_las, best_epoch,
-                cfg.model_path.c_str(), format_duration(seconds_since(t0)).c_str());
+                cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
   log << done;
   return 0;
 }

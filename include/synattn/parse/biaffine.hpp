@@ -180,24 +180,14 @@ class LabelBiaffine {
   // dep, head (T, d) -> logits (T, L).
   void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
                Eigen::Ref<Matrix> logits) const {
-    const char* fn = "LabelBiaffine::forward";
-    const Index T = dep.rows(), d1 = d_ + 1;
-    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
-    append_one(dep, c.dep1);
-    append_one(head, c.head1);
+    const Index T = prepare("LabelBiaffine::forward", dep, head, logits, c);
     const auto W = store_.value(weight_);
     // projected (T, L * d1) = dep1 W
-    c.projected.resize(T, Index(labels_) * d1);
-    parallel_chunks(T, double(d1) * d1 * labels_, [&](Index r0, Index n) {
+    c.projected.resize(T, Index(labels_) * (d_ + 1));
+    parallel_chunks(T, double(d_ + 1) * (d_ + 1) * labels_, [&](Index r0, Index n) {
       kernels::product<Scalar>(c.projected.middleRows(r0, n), c.dep1.middleRows(r0, n), W);
     });
-    // logits[t, l] = projected[t, l-block] . head1[t]
-    for (Index t = 0; t < T; ++t) {
-      const auto P = Eigen::Map<const Matrix>(c.projected.row(t).data(), labels_, d1);  // (L, d1)
-      logits.row(t).transpose().noalias() = P * c.head1.row(t).transpose();
-    }
+    contract_heads(c.projected, c.head1, 0, logits);
     c.owner = this;
   }
 
@@ -207,23 +197,13 @@ class LabelBiaffine {
   // of T x L(d+1) (54 MB for a batch of 4,096 words).
   void infer(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
              Eigen::Ref<Matrix> logits) const {
-    const char* fn = "LabelBiaffine::infer";
-    const Index T = dep.rows(), d1 = d_ + 1;
-    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
-    append_one(dep, c.dep1);
-    append_one(head, c.head1);
+    const Index T = prepare("LabelBiaffine::infer", dep, head, logits, c);
     const auto W = store_.value(weight_);
-    c.projected.resize(std::min<Index>(T, kInferRows), Index(labels_) * d1);
+    c.projected.resize(std::min<Index>(T, kInferRows), Index(labels_) * (d_ + 1));
     for (Index r0 = 0; r0 < T; r0 += kInferRows) {
       const Index n = std::min<Index>(kInferRows, T - r0);
-      auto P = c.projected.topRows(n);
-      kernels::product<Scalar>(P, c.dep1.middleRows(r0, n), W);
-      for (Index t = 0; t < n; ++t) {
-        const auto Pt = Eigen::Map<const Matrix>(P.row(t).data(), labels_, d1);  // (L, d1)
-        logits.row(r0 + t).transpose().noalias() = Pt * c.head1.row(r0 + t).transpose();
-      }
+      kernels::product<Scalar>(c.projected.topRows(n), c.dep1.middleRows(r0, n), W);
+      contract_heads(c.projected.topRows(n), c.head1, r0, logits);
     }
     c.owner = nullptr;  // nothing for backward
   }
@@ -260,6 +240,28 @@ class LabelBiaffine {
   void zero_grad() { store_.zero_grad(); }
 
  private:
+  // Checks the shapes and fills dep1, head1; returns T.
+  Index prepare(const char* fn, const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
+                const Eigen::Ref<Matrix>& logits, Cache& c) const {
+    const Index T = dep.rows();
+    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
+    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
+    biaffine_detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
+    append_one(dep, c.dep1);
+    append_one(head, c.head1);
+    return T;
+  }
+
+  // logits[r0 + t, l] = projected[t, l-block] . head1[r0 + t] for the rows of `projected`.
+  void contract_heads(const Eigen::Ref<const Matrix>& projected, const Matrix& head1, Index r0,
+                      Eigen::Ref<Matrix> logits) const {
+    const Index d1 = d_ + 1;
+    for (Index t = 0; t < projected.rows(); ++t) {
+      const auto P = Eigen::Map<const Matrix>(projected.row(t).data(), labels_, d1);  // (L, d1)
+      logits.row(r0 + t).transpose().noalias() = P * head1.row(r0 + t).transpose();
+    }
+  }
+
   void append_one(const Eigen::Ref<const Matrix>& x, Matrix& out) const {
     out.resize(x.rows(), d_ + 1);
     out.leftCols(d_) = x;
