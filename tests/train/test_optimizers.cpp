@@ -20,35 +20,7 @@
 #include <string>
 #include <vector>
 
-// Counts heap allocations, to check that steps after the first allocate
-// nothing (this program's operator new is replaced for that). Every
-// non-aligned form is replaced, so no pointer from a sanitizer's own
-// operator new reaches our free(). Not inlined: GCC would otherwise see free()
-// on a pointer from operator new at every call site and warn
-// (-Wmismatched-new-delete).
-static long long g_allocations = 0;
-namespace {
-void* counted_malloc(std::size_t n) noexcept {
-  ++g_allocations;
-  return std::malloc(n ? n : 1);
-}
-}  // namespace
-__attribute__((noinline)) void* operator new(std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-__attribute__((noinline)) void* operator new[](std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-__attribute__((noinline)) void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-__attribute__((noinline)) void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete[](void* p) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "support/count_allocations.hpp"  // g_allocations
 
 using synattn::Adam;
 using synattn::AdamOptions;
