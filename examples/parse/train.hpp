@@ -7,6 +7,7 @@
 #define SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
 
 #include <synattn/io/conllu.hpp>
+#include <synattn/parse/metrics.hpp>
 #include <synattn/parse/parser_model.hpp>
 #include <synattn/train/clipping.hpp>
 #include <synattn/train/optimizer.hpp>
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../train_deprel/progress.hpp"  // format_duration
@@ -31,7 +33,6 @@ namespace parse_cli {
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-inline std::string universal_part(const std::string& deprel) { return deprel.substr(0, deprel.find(':')); }
 
 struct DevScores {
   double uas = 0, las = 0, words_per_second = 0;
@@ -44,8 +45,8 @@ inline DevScores score_corpus(const synattn::parse::ParserModel& model, const st
                               long long batch_tokens) {
   using namespace synattn::parse;
   const auto& v = model.vocabulary();
-  std::vector<std::string> universal;
-  for (const std::string& l : v.labels()) universal.push_back(universal_part(l));
+  std::vector<std::string_view> universal;  // metrics.hpp's rule: the part before ':'
+  for (const std::string& l : v.labels()) universal.push_back(synattn::parse::universal_relation(l));
   long long words = 0, heads_ok = 0, labels_ok = 0;
   ParserBatch batch;
   synattn::parse::ParserCache<float> cache;

@@ -12,6 +12,7 @@
 #include <synattn/tree/conllu.hpp>  // the old path still compiles (a forwarding header)
 
 #include "support/test_data.hpp"
+#include "support/conllu_rows.hpp"
 
 using synattn::ConlluIssue;
 using synattn::ConlluMode;
@@ -24,16 +25,7 @@ using synattn::read_conllu;
 
 namespace {
 
-// One word line with the columns the reader looks at; the rest are '_' or
-// copies, as in real files.
-std::string row(const std::string& id, const std::string& form, const std::string& head,
-                const std::string& deprel = "dep", const std::string& upos = "X") {
-  return id + "\t" + form + "\t" + form + "\t" + upos + "\t_\t_\t" + head + "\t" + deprel +
-         "\t_\t_\n";
-}
-std::string row(int id, const std::string& form, int head, const std::string& deprel = "dep") {
-  return row(std::to_string(id), form, std::to_string(head), deprel);
-}
+using synattn_test::row;  // support/conllu_rows.hpp
 
 // A sentence of n words in a chain: word 1 is the root, word k's head is k-1.
 std::string chain(int n, const std::string& sent_id = "") {

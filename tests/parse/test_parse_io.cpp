@@ -17,6 +17,7 @@
 
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
+#include "support/conllu_rows.hpp"
 
 using synattn::ConlluSentence;
 using synattn::ParseError;
@@ -27,15 +28,7 @@ using synattn::parse::LengthBreakdown;
 
 namespace {
 
-// One word line; LEMMA copies FORM, the other unread columns are '_'.
-std::string row(const std::string& id, const std::string& form, const std::string& head,
-                const std::string& deprel = "dep", const std::string& upos = "X") {
-  return id + "\t" + form + "\t" + form + "\t" + upos + "\t_\t_\t" + head + "\t" + deprel +
-         "\t_\t_\n";
-}
-std::string row(int id, const std::string& form, int head, const std::string& deprel = "dep") {
-  return row(std::to_string(id), form, std::to_string(head), deprel);
-}
+using synattn_test::row;  // support/conllu_rows.hpp
 
 // n words in a chain (word 1 the root, word k attached to k-1).
 std::string chain(int n, const std::string& sent_id) {

@@ -198,9 +198,12 @@ class ParserModel {
       throw ParseError(path, 0, e.what());
     }
     ParserModel model(options, std::move(vocabulary));
-    // F16 weights (save_half) are widened; F64 ones would be refused as usual.
+    // F16 weights (save_half) are widened; any F64 tensor is refused as usual,
+    // so conversion is allowed only for a file of F16 and F32 tensors alone.
     CheckpointLoadOptions load_options;
-    load_options.convert_dtype = file.tensors.empty() || file.tensors.begin()->second.dtype == SafetensorsDType::F16;
+    load_options.convert_dtype = std::all_of(file.tensors.begin(), file.tensors.end(), [](const auto& kv) {
+      return kv.second.dtype == SafetensorsDType::F16 || kv.second.dtype == SafetensorsDType::F32;
+    });
     const CheckpointInfo got = load_checkpoint<float>(path, model.parser_.parameter_store(), optimizer, load_options);
     if (info) *info = got;
     return model;
