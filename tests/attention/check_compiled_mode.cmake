@@ -1,7 +1,9 @@
 # Compiled mode's promise, checked on the symbols: the user's object files
 # (built with SYNATTN_COMPILED) define none of SyntaxBiasedAttention's
-# out-of-line members, and the synattn_compiled library defines them for
-# float and double.   -DNM -DUSER_OBJECTS=a.o;b.o -DLIBRARY=libsynattn_compiled.a
+# out-of-line members, nor (PARSER_OBJECTS, TAGGER_OBJECTS, optional) of
+# BiaffineParser's or SyntaxTransformerTagger's, and the synattn_compiled
+# library defines them for float and double.
+#   -DNM -DUSER_OBJECTS=a.o;b.o [-DPARSER_OBJECTS=c.o] [-DTAGGER_OBJECTS=d.o] -DLIBRARY=libsynattn_compiled.a
 set(member "synattn::SyntaxBiasedAttention<float>::forward_core(")
 set(member_double "synattn::SyntaxBiasedAttention<double>::backward(")
 
@@ -36,3 +38,28 @@ if(NOT lib_hit)
   message(FATAL_ERROR "the check's pattern matches nothing in ${LIBRARY}: it would pass vacuously")
 endif()
 message(STATUS "user objects define no out-of-line SyntaxBiasedAttention member; the library defines them")
+
+# The parser and the tagger: the same promise for their out-of-line members.
+#   check_extern(<objects> <class> <members regex>)
+function(check_extern objects class members)
+  defined_symbols(user_text ${objects})
+  string(REGEX MATCH "[^\n]*${class}<(float|double)>::(${members})[^\n]*" hit "${user_text}")
+  if(hit)
+    message(FATAL_ERROR "an object file defines ${class} code although SYNATTN_COMPILED is on: ${hit}")
+  endif()
+  foreach(type IN ITEMS float double)
+    string(REGEX MATCH "[^\n]*${class}<${type}>::(forward|backward)[^\n]*" lib_hit "${lib}")
+    if(NOT lib_hit)
+      message(FATAL_ERROR "${LIBRARY} does not define ${class}<${type}>'s forward or backward")
+    endif()
+  endforeach()
+  message(STATUS "${objects}: no out-of-line ${class} member; the library defines them")
+endfunction()
+if(PARSER_OBJECTS)
+  check_extern("${PARSER_OBJECTS}" BiaffineParser
+    "forward|loss|backward|parse|check_batch|label_forward|BiaffineParser\\(synattn::parse::ParserOptions")
+endif()
+if(TAGGER_OBJECTS)
+  check_extern("${TAGGER_OBJECTS}" SyntaxTransformerTagger
+    "forward|loss|backward|predict|stage_offset|SyntaxTransformerTagger\\(synattn::nn::TaggerOptions")
+endif()

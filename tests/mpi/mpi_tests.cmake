@@ -6,7 +6,7 @@ set(SYNATTN_MPIRUN "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 --oversubsc
 set(SYNATTN_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1;OMPI_MCA_btl=self,vader")
 
 add_executable(test_mpi_data_parallel "${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mpi_data_parallel.cpp")
-target_link_libraries(test_mpi_data_parallel PRIVATE synattn_dev synattn::mpi synattn::checkpoint Catch2::Catch2)
+target_link_libraries(test_mpi_data_parallel PRIVATE synattn_programs synattn::mpi synattn::checkpoint Catch2::Catch2)
 target_include_directories(test_mpi_data_parallel PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
 target_compile_definitions(test_mpi_data_parallel PRIVATE SYNATTN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 add_test(NAME mpi_data_parallel COMMAND ${SYNATTN_MPIRUN} $<TARGET_FILE:test_mpi_data_parallel>)
@@ -15,14 +15,14 @@ set_tests_properties(mpi_data_parallel PROPERTIES ENVIRONMENT "${SYNATTN_MPI_ENV
 
 # A rank that throws ends the job with its message, well inside the timeout.
 add_executable(mpi_abort_probe "${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_abort_probe.cpp")
-target_link_libraries(mpi_abort_probe PRIVATE synattn_dev synattn::mpi)
+target_link_libraries(mpi_abort_probe PRIVATE synattn_programs synattn::mpi)
 add_test(NAME mpi_rank_failure_ends_job COMMAND ${SYNATTN_MPIRUN} $<TARGET_FILE:mpi_abort_probe> 1)
 set_tests_properties(mpi_rank_failure_ends_job PROPERTIES ENVIRONMENT "${SYNATTN_MPI_ENV}" TIMEOUT 30 LABELS mpi
   PASS_REGULAR_EXPRESSION "rank 1: probe: rank 1 fails on purpose" RUN_SERIAL TRUE)
 
 # The all-reduce alone, timed (README's scaling check); a short run keeps it working.
 add_executable(mpi_ring_timing "${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_ring_timing.cpp")
-target_link_libraries(mpi_ring_timing PRIVATE synattn_dev synattn::mpi)
+target_link_libraries(mpi_ring_timing PRIVATE synattn_programs synattn::mpi)
 add_test(NAME mpi_ring_timing_smoke COMMAND ${SYNATTN_MPIRUN} $<TARGET_FILE:mpi_ring_timing> 10000 3)
 set_tests_properties(mpi_ring_timing_smoke PROPERTIES ENVIRONMENT "${SYNATTN_MPI_ENV}" TIMEOUT 30 LABELS mpi
   PASS_REGULAR_EXPRESSION "P=2 N=10000 floats, 1 buckets: ring [0-9.]+ ms" RUN_SERIAL TRUE)

@@ -145,95 +145,36 @@ class SyntaxTransformerTagger {
   using BucketBlock = RowMajorMatrix<std::int8_t>;
   using Cache = TaggerCache<Scalar>;
 
-  explicit SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {
-    bind_parameters(s_.root, visitor());
-  }
+  explicit SyntaxTransformerTagger(const TaggerOptions& options);
   // A copy owns its own buffers (values copied); a moved model keeps working.
-  SyntaxTransformerTagger(const SyntaxTransformerTagger& other) : s_(other.s_) { rebind(); }
-  SyntaxTransformerTagger(SyntaxTransformerTagger&& other) : s_(std::move(other.s_)) { rebind(); }
-  SyntaxTransformerTagger& operator=(const SyntaxTransformerTagger& other) {
-    if (this != &other) {
-      s_ = other.s_;
-      rebind();
-    }
-    return *this;
-  }
-  SyntaxTransformerTagger& operator=(SyntaxTransformerTagger&& other) {
-    s_ = std::move(other.s_);
-    rebind();
-    return *this;
-  }
+  SyntaxTransformerTagger(const SyntaxTransformerTagger& other);
+  SyntaxTransformerTagger(SyntaxTransformerTagger&& other);
+  SyntaxTransformerTagger& operator=(const SyntaxTransformerTagger& other);
+  SyntaxTransformerTagger& operator=(SyntaxTransformerTagger&& other);
 
   const TaggerOptions& options() const noexcept { return s_.options; }
 
   // Logits (batch * n, classes), held in the cache. `dropout` null: eval mode.
   const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
-    const char* fn = "SyntaxTransformerTagger::forward";
-    const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
-    if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
-      throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
-                  std::to_string(buckets.cols()) + ", expected " + std::to_string(tokens.size()) + "x" +
-                  std::to_string(n) + " (batch * n, n) since some layers have the syntax bias");
-    c.tokens = tokens;
-    c.lengths = lengths;
-    c.has_loss = false;
-    c.dropout = dropout != nullptr;
-    if (dropout) c.stream = *dropout;
-    c.embedded.resize(tokens.size(), s_.options.d_model);
-    s_.embedding.forward(tokens, c.embedded);
-    s_.positions.add_to(c.embedded, n);
-    c.rows_per_sequence = std::max<Index>(1, n);
-    if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
-    const RandomStream enc = c.stream.derive(kEncoderStream);
-    const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
-    c.logits.resize(tokens.size(), s_.options.num_classes);
-    s_.classifier.forward(h, c.logits);
-    return c.logits;
-  }
+                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const;
 
   // Cross-entropy of the cached logits; keeps dL/dlogits for backward().
   // normaliser <= 0: the batch's own counted tokens.
-  LossResult loss(Cache& c, const Eigen::Ref<const IdVector>& labels, double normaliser = 0) const {
-    const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
-    c.has_loss = true;
-    return r;
-  }
+  LossResult loss(Cache& c, const Eigen::Ref<const IdVector>& labels, double normaliser = 0) const;
 
   // on_ready(from): the gradients at flat offsets >= from are final (see top).
   using GradientsReady = std::function<void(Index from)>;
 
   // Adds dL/dparameters (of the last loss()) into gradients().
-  void backward(Cache& c, const GradientsReady& on_ready = {}) {
-    if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
-    s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
-    if (on_ready) on_ready(stage_offset("classifier."));
-    std::function<void(int)> layer_done;
-    if (on_ready)
-      layer_done = [&](int l) {
-        on_ready(stage_offset(l == s_.encoder.num_layers() ? std::string("norm.") : "layers." + std::to_string(l) + "."));
-      };
-    s_.encoder.backward(c.encoder, c.dh, c.dx, layer_done);
-    if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.dx);
-    s_.embedding.backward(c.tokens, c.dx);
-    if (on_ready) on_ready(0);
-  }
+  void backward(Cache& c, const GradientsReady& on_ready = {});
 
   LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
                                const Eigen::Ref<const BucketBlock>& buckets, const Eigen::Ref<const IdVector>& labels,
-                               Cache& c, const RandomStream* dropout, double normaliser = 0) {
-    forward(tokens, lengths, buckets, c, dropout);
-    const LossResult r = loss(c, labels, normaliser);
-    backward(c);
-    return r;
-  }
+                               Cache& c, const RandomStream* dropout, double normaliser = 0);
 
   // Eval-mode argmax class per token (-1 on padding).
   IdVector predict(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const {
-    forward(tokens, lengths, buckets, workspace, nullptr);
-    return argmax_predictions<Scalar>(workspace.logits, lengths);
-  }
+                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const;
 
   // ---- Parameters: one flat buffer ----
   Index parameter_count() const noexcept { return s_.root.size(); }
@@ -286,19 +227,139 @@ class SyntaxTransformerTagger {
       f(std::string("classifier."), s_.classifier.parameter_store(), std::string());
     };
   }
-  void rebind() { rebind_parameters(s_.root, visitor()); }
+  void rebind();
 
   // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
   // names compared, a handful of times per backward: negligible).
-  Index stage_offset(const std::string& prefix) const {
-    Index lowest = parameter_count();
-    for (const ParameterInfo& p : s_.root.infos())
-      if (p.name.compare(0, prefix.size(), prefix) == 0 && p.offset < lowest) lowest = p.offset;
-    return lowest;
-  }
+  Index stage_offset(const std::string& prefix) const;
 
   State s_;
 };
+
+
+// Out-of-line members: with SYNATTN_COMPILED (synattn::compiled), the float
+// and double instantiations are compiled once in src/compiled_tagger.cpp and
+// declared extern below, so a program that uses the tagger does not compile
+// them again.
+template <class Scalar>
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {
+  bind_parameters(s_.root, visitor());
+}
+
+template <class Scalar>
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other) : s_(other.s_) {
+  rebind();
+}
+
+template <class Scalar>
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other) : s_(std::move(other.s_)) {
+  rebind();
+}
+
+template <class Scalar>
+SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(const SyntaxTransformerTagger& other) {
+  if (this != &other) {
+    s_ = other.s_;
+    rebind();
+  }
+  return *this;
+}
+
+template <class Scalar>
+SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(SyntaxTransformerTagger&& other) {
+  s_ = std::move(other.s_);
+  rebind();
+  return *this;
+}
+
+template <class Scalar>
+const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
+    const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
+    const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
+  const char* fn = "SyntaxTransformerTagger::forward";
+  const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
+  if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
+    throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
+                std::to_string(buckets.cols()) + ", expected " + std::to_string(tokens.size()) + "x" +
+                std::to_string(n) + " (batch * n, n) since some layers have the syntax bias");
+  c.tokens = tokens;
+  c.lengths = lengths;
+  c.has_loss = false;
+  c.dropout = dropout != nullptr;
+  if (dropout) c.stream = *dropout;
+  c.embedded.resize(tokens.size(), s_.options.d_model);
+  s_.embedding.forward(tokens, c.embedded);
+  s_.positions.add_to(c.embedded, n);
+  c.rows_per_sequence = std::max<Index>(1, n);
+  if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
+  const RandomStream enc = c.stream.derive(kEncoderStream);
+  const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
+  c.logits.resize(tokens.size(), s_.options.num_classes);
+  s_.classifier.forward(h, c.logits);
+  return c.logits;
+}
+
+template <class Scalar>
+LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const IdVector>& labels,
+                                                 double normaliser) const {
+  const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
+  c.has_loss = true;
+  return r;
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const GradientsReady& on_ready) {
+  if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
+  s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
+  if (on_ready) on_ready(stage_offset("classifier."));
+  std::function<void(int)> layer_done;
+  if (on_ready)
+    layer_done = [&](int l) {
+      on_ready(stage_offset(l == s_.encoder.num_layers() ? std::string("norm.") : "layers." + std::to_string(l) + "."));
+    };
+  s_.encoder.backward(c.encoder, c.dh, c.dx, layer_done);
+  if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.dx);
+  s_.embedding.backward(c.tokens, c.dx);
+  if (on_ready) on_ready(0);
+}
+
+template <class Scalar>
+LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<const IdVector>& tokens,
+                                                              const std::vector<int>& lengths,
+                                                              const Eigen::Ref<const BucketBlock>& buckets,
+                                                              const Eigen::Ref<const IdVector>& labels, Cache& c,
+                                                              const RandomStream* dropout, double normaliser) {
+  forward(tokens, lengths, buckets, c, dropout);
+  const LossResult r = loss(c, labels, normaliser);
+  backward(c);
+  return r;
+}
+
+template <class Scalar>
+IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVector>& tokens,
+                                                  const std::vector<int>& lengths,
+                                                  const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const {
+  forward(tokens, lengths, buckets, workspace, nullptr);
+  return argmax_predictions<Scalar>(workspace.logits, lengths);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::rebind() {
+  rebind_parameters(s_.root, visitor());
+}
+
+template <class Scalar>
+Index SyntaxTransformerTagger<Scalar>::stage_offset(const std::string& prefix) const {
+  Index lowest = parameter_count();
+  for (const ParameterInfo& p : s_.root.infos())
+    if (p.name.compare(0, prefix.size(), prefix) == 0 && p.offset < lowest) lowest = p.offset;
+  return lowest;
+}
+
+#if defined(SYNATTN_COMPILED)
+extern template class SyntaxTransformerTagger<float>;
+extern template class SyntaxTransformerTagger<double>;
+#endif
 
 }  // namespace nn
 }  // namespace synattn

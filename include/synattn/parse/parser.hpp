@@ -197,222 +197,32 @@ class BiaffineParser {
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
   using Cache = ParserCache<Scalar>;
 
-  explicit BiaffineParser(const ParserOptions& options) : s_(options) { nn::bind_parameters(s_.root, visitor()); }
-  BiaffineParser(const BiaffineParser& other) : s_(other.s_) { rebind(); }
-  BiaffineParser(BiaffineParser&& other) : s_(std::move(other.s_)) { rebind(); }
-  BiaffineParser& operator=(const BiaffineParser& other) {
-    if (this != &other) {
-      s_ = other.s_;
-      rebind();
-    }
-    return *this;
-  }
-  BiaffineParser& operator=(BiaffineParser&& other) {
-    if (this != &other) {
-      s_ = std::move(other.s_);
-      rebind();
-    }
-    return *this;
-  }
+  explicit BiaffineParser(const ParserOptions& options);
+  BiaffineParser(const BiaffineParser& other);
+  BiaffineParser(BiaffineParser&& other);
+  BiaffineParser& operator=(const BiaffineParser& other);
+  BiaffineParser& operator=(BiaffineParser&& other);
 
   const ParserOptions& options() const noexcept { return s_.options; }
 
   // Encoder, MLPs, arc scores and tag logits of `batch` into the cache.
   // `dropout` null: evaluation (no dropout).
-  void forward(const ParserBatch& batch, Cache& c, const RandomStream* dropout) const {
-    const ParserOptions& o = s_.options;
-    const Index m = batch.m, R = batch.words.size();
-    check_batch(batch);
-    c.m = m;
-    c.lengths = batch.lengths;
-    c.words = batch.words;
-    c.has_loss = false;
-    c.dropout = dropout != nullptr;
-    if (dropout) c.stream = *dropout;
-    // input (R, word_dim [+ filters]) = [E_w[word]; charcnn(chars)]
-    c.word_rows.resize(R, o.word_dim);
-    s_.words.forward(batch.words, c.word_rows);
-    c.input.resize(R, o.input_dim());
-    c.input.leftCols(o.word_dim) = c.word_rows;
-    if (o.use_chars) {
-      c.char_rows.resize(R, o.char_filters);
-      s_.chars.front().forward(batch.chars, batch.char_lengths, c.chars, c.char_rows);
-      c.input.rightCols(o.char_filters) = c.char_rows;
-    }
-    if (dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.input);
-    // projected (R, d) = input W^T + b (+ PE)
-    c.projected.resize(R, o.d_model);
-    s_.projection.forward(c.input, c.projected);
-    if (o.absolute_positions) s_.positions.add_to(c.projected, m);
-    const RandomStream enc = c.stream.derive(kSiteEncoder);
-    const Matrix& h = s_.encoder.forward(c.projected, batch.lengths, batch.buckets, c.encoder, dropout ? &enc : nullptr);
-    // mlp_out[k] (R, dim_k) = dropout(leaky_relu(h W_k^T + b_k))
-    for (int k = 0; k < Cache::kMlps; ++k) {
-      const nn::Linear<Scalar>& lin = s_.mlps[static_cast<std::size_t>(k)];
-      c.mlp_pre[k].resize(R, lin.out_features());
-      lin.forward(h, c.mlp_pre[k]);
-      const Scalar slope = static_cast<Scalar>(o.leaky_slope);
-      c.mlp_out[k] = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
-      if (dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
-    }
-    // scores (R, m): S_b[i, j], heads j outside [0, n_b] and j == i masked
-    c.scores.resize(R, m);
-    s_.arc.forward(c.mlp_out[0], c.mlp_out[1], m, c.arc, c.scores);
-    const Scalar neg_inf = -std::numeric_limits<Scalar>::infinity();
-    for (Index r = 0; r < R; ++r) {
-      const Index b = r / m, i = r % m;
-      const Index len = batch.lengths[static_cast<std::size_t>(b)];
-      if (len < m) c.scores.row(r).tail(m - len).setConstant(neg_inf);
-      c.scores(r, i) = neg_inf;
-    }
-    if (o.num_upos > 0) {
-      c.upos_logits.resize(R, o.num_upos);
-      s_.upos.front().forward(h, c.upos_logits);
-    }
-    c.owner = this;
-  }
+  void forward(const ParserBatch& batch, Cache& c, const RandomStream* dropout) const;
 
   // The training loss of the cached forward pass against the batch's gold
   // heads, relations and tags; keeps what backward() needs. normaliser <= 0:
   // the batch's words.
-  ParserLoss loss(const ParserBatch& batch, Cache& c, double normaliser = 0) const {
-    const char* fn = "BiaffineParser::loss";
-    if (c.owner != this || c.m != batch.m || c.lengths != batch.lengths)
-      throw Error(std::string(fn) + ": the cache holds no forward pass of this parser on this batch");
-    const ParserOptions& o = s_.options;
-    const Index R = batch.words.size();
-    ParserLoss out;
-    out.words = batch.words_count;
-    const double norm = normaliser > 0 ? normaliser : static_cast<double>(std::max<Index>(1, batch.words_count));
-    // Arc cross-entropy over each word's row.
-    const nn::LossResult arc = nn::cross_entropy<Scalar>(c.scores, batch.heads, batch.lengths, norm, &c.dscores);
-    out.arc_sum = arc.sum;
-    // Relations at the gold heads.
-    c.label_dep_rows.clear();
-    c.label_head_rows.clear();
-    std::vector<std::int32_t> gold;
-    for (Index r = 0; r < R; ++r) {
-      const Index b = r / c.m, i = r % c.m;
-      if (i == 0 || i >= batch.lengths[static_cast<std::size_t>(b)] || batch.heads[r] < 0) continue;
-      c.label_dep_rows.push_back(r);
-      c.label_head_rows.push_back(b * c.m + batch.heads[r]);
-      gold.push_back(batch.labels[r]);
-    }
-    label_forward(c);
-    const nn::IdVector gold_labels = Eigen::Map<const nn::IdVector>(gold.data(), static_cast<Index>(gold.size()));
-    const nn::LossResult lab = nn::cross_entropy<Scalar>(c.label_logits, gold_labels,
-                                                         {static_cast<int>(gold.size())}, norm, &c.dlabel_logits);
-    out.label_sum = lab.sum;
-    double total = arc.loss + lab.loss;
-    if (o.num_upos > 0 && o.upos_weight > 0) {
-      const nn::LossResult tag = nn::cross_entropy<Scalar>(c.upos_logits, batch.upos, batch.lengths, norm / o.upos_weight,
-                                                           &c.dupos_logits);
-      out.upos_sum = tag.sum;
-      total += tag.loss;
-    } else {
-      c.dupos_logits.resize(0, 0);
-    }
-    out.loss = total;
-    c.has_loss = true;
-    return out;
-  }
+  ParserLoss loss(const ParserBatch& batch, Cache& c, double normaliser = 0) const;
 
   // Adds dL/dparameters of the last loss() into gradients().
-  void backward(Cache& c) {
-    const char* fn = "BiaffineParser::backward";
-    if (c.owner != this || !c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
-    const ParserOptions& o = s_.options;
-    const Index R = c.words.size(), m = c.m;
-    const Matrix& h = c.encoder.outputs.back();
-    // Relations: dlabel_dep, dlabel_head (T, label_dim) -> scattered to their rows.
-    s_.label.backward(c.dlabel_logits, c.label, c.dlabel_dep, c.dlabel_head);
-    c.dmlp[2].setZero(R, o.label_dim);
-    c.dmlp[3].setZero(R, o.label_dim);
-    for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {  // in order: a head's sum is fixed
-      c.dmlp[2].row(c.label_dep_rows[t]) += c.dlabel_dep.row(static_cast<Index>(t));
-      c.dmlp[3].row(c.label_head_rows[t]) += c.dlabel_head.row(static_cast<Index>(t));
-    }
-    // Arcs: dS (R, m) -> d(arc-dep), d(arc-head) (R, arc_dim).
-    s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.dscores, c.arc, c.dmlp[0], c.dmlp[1]);
-    // MLPs: through dropout and the LeakyReLU, then dh (R, d) += dpre W_k.
-    c.dh.setZero(R, o.d_model);
-    const Scalar slope = static_cast<Scalar>(o.leaky_slope);
-    for (int k = 0; k < Cache::kMlps; ++k) {
-      Matrix& d = c.dmlp[k];
-      if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, d);
-      d = d.binaryExpr(c.mlp_pre[k], [slope](Scalar g, Scalar v) { return v > Scalar(0) ? g : slope * g; });
-      s_.mlps[static_cast<std::size_t>(k)].backward(h, d, &c.dpart);
-      c.dh += c.dpart;
-    }
-    if (o.num_upos > 0 && c.dupos_logits.rows() == R) {
-      s_.upos.front().backward(h, c.dupos_logits, &c.dpart);
-      c.dh += c.dpart;
-    }
-    // Encoder: dh -> dprojected (R, d); projection: -> dinput (R, input_dim).
-    s_.encoder.backward(c.encoder, c.dh, c.dprojected);
-    s_.projection.backward(c.input, c.dprojected, &c.dinput);
-    if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.dinput);
-    c.dword_rows = c.dinput.leftCols(o.word_dim);
-    s_.words.backward(c.words, c.dword_rows);
-    if (o.use_chars) {
-      c.dchar_rows = c.dinput.rightCols(o.char_filters);
-      s_.chars.front().backward(c.chars, c.dchar_rows);
-    }
-    c.has_loss = false;  // a second backward on this cache would add the gradients twice
-  }
+  void backward(Cache& c);
 
-  ParserLoss loss_and_backward(const ParserBatch& batch, Cache& c, const RandomStream* dropout, double normaliser = 0) {
-    forward(batch, c, dropout);
-    const ParserLoss l = loss(batch, c, normaliser);
-    backward(c);
-    return l;
-  }
+  ParserLoss loss_and_backward(const ParserBatch& batch, Cache& c, const RandomStream* dropout, double normaliser = 0);
 
   // Parses the batch: the best single-rooted tree per sentence, then the
   // relations at its heads (and tags, with a tagging head). `ws` holds the
   // decoders' per-thread buffers (grown here, reused across calls).
-  void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const {
-    forward(batch, c, nullptr);
-    const Index m = batch.m, R = batch.words.size();
-    const Index B = static_cast<Index>(batch.lengths.size());
-    out.heads.setConstant(R, -1);
-    out.labels.setConstant(R, -1);
-    out.upos.setConstant(R, -1);
-    double work = 0;
-    for (int len : batch.lengths) work += double(len) * len * len;
-    const int team = team_size(work);
-    if (static_cast<int>(ws.decoders.size()) < team) {
-      ws.decoders.resize(static_cast<std::size_t>(team));
-      ws.heads.resize(static_cast<std::size_t>(team));
-    }
-    parallel_for_threads(B, work, [&](Index b, int thread) {
-      const Index len = batch.lengths[static_cast<std::size_t>(b)];
-      std::vector<int>& heads = ws.heads[static_cast<std::size_t>(thread)];
-      max_spanning_tree<Scalar>(c.scores.data() + b * m * m, len - 1, m, heads,
-                                ws.decoders[static_cast<std::size_t>(thread)]);
-      for (Index i = 1; i < len; ++i) out.heads[b * m + i] = heads[static_cast<std::size_t>(i)];
-    });
-    c.label_dep_rows.clear();
-    c.label_head_rows.clear();
-    for (Index r = 0; r < R; ++r)
-      if (out.heads[r] >= 0) {
-        c.label_dep_rows.push_back(r);
-        c.label_head_rows.push_back((r / m) * m + out.heads[r]);
-      }
-    label_forward(c, false);
-    for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
-      Index best = 0;
-      c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
-      out.labels[c.label_dep_rows[t]] = static_cast<std::int32_t>(best);
-    }
-    if (s_.options.num_upos > 0)
-      for (Index r = 0; r < R; ++r)
-        if (out.heads[r] >= 0) {
-          Index best = 0;
-          c.upos_logits.row(r).maxCoeff(&best);
-          out.upos[r] = static_cast<std::int32_t>(best);
-        }
-  }
+  void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const;
 
   // ---- Parameters: one flat buffer ----
   Index parameter_count() const noexcept { return s_.root.size(); }
@@ -477,53 +287,302 @@ class BiaffineParser {
       if (!s_.upos.empty()) f(std::string("upos."), s_.upos.front().parameter_store(), std::string());
     };
   }
-  void rebind() { nn::rebind_parameters(s_.root, visitor()); }
+  void rebind();
 
-  void check_batch(const ParserBatch& batch) const {
-    const char* fn = "BiaffineParser::forward";
-    const Index m = batch.m, R = batch.words.size();
-    const Index B = static_cast<Index>(batch.lengths.size());
-    if (B < 1 || m < 1 || R != B * m)
-      throw Error(std::string(fn) + ": the batch has " + std::to_string(R) + " positions, expected lengths.size() (" +
-                  std::to_string(B) + ") x m (" + std::to_string(m) + ")");
-    for (std::size_t b = 0; b < batch.lengths.size(); ++b)
-      if (batch.lengths[b] < 1 || batch.lengths[b] > m)
-        throw Error(std::string(fn) + ": lengths[" + std::to_string(b) + "] = " + std::to_string(batch.lengths[b]) +
-                    " is outside [1, " + std::to_string(m) + "] (a sequence holds the root and its words)");
-    if (batch.heads.size() != R || batch.labels.size() != R || batch.upos.size() != R ||
-        static_cast<Index>(batch.char_lengths.size()) != R || batch.chars.rows() != R)
-      throw Error(std::string(fn) + ": heads, labels, upos, chars and char_lengths must have one row per position (" +
-                  std::to_string(R) + ")");
-    for (Index r = 0; r < R; ++r) {
-      const Index len = batch.lengths[static_cast<std::size_t>(r / m)];
-      const std::int32_t hd = batch.heads[r];
-      if (r % m == 0 || r % m >= len || hd == nn::kIgnoreLabel) continue;
-      if (hd < 0 || hd >= len || hd == r % m)
-        throw Error(std::string(fn) + ": heads[" + std::to_string(r) + "] = " + std::to_string(hd) +
-                    " is not another position of its sentence [0, " + std::to_string(len) + ")");
-    }
-  }
+  void check_batch(const ParserBatch& batch) const;
 
   // label_logits (T, L) for the pairs in label_dep_rows / label_head_rows;
   // for_backward false: parsing (LabelBiaffine::infer, less memory).
-  void label_forward(Cache& c, bool for_backward = true) const {
-    const Index T = static_cast<Index>(c.label_dep_rows.size());
-    const int dl = s_.options.label_dim;
-    c.label_dep.resize(T, dl);
-    c.label_head.resize(T, dl);
-    for (Index t = 0; t < T; ++t) {
-      c.label_dep.row(t) = c.mlp_out[2].row(c.label_dep_rows[static_cast<std::size_t>(t)]);
-      c.label_head.row(t) = c.mlp_out[3].row(c.label_head_rows[static_cast<std::size_t>(t)]);
-    }
-    c.label_logits.resize(T, s_.options.num_labels);
-    if (for_backward)
-      s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
-    else
-      s_.label.infer(c.label_dep, c.label_head, c.label, c.label_logits);
-  }
+  void label_forward(Cache& c, bool for_backward = true) const;
 
   State s_;
 };
+
+// Out-of-line members: with SYNATTN_COMPILED (synattn::compiled), the float
+// and double instantiations are compiled once in src/compiled_parser.cpp and
+// declared extern below, so a program that uses the parser does not compile
+// them again.
+template <class Scalar>
+BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(options) {
+  nn::bind_parameters(s_.root, visitor());
+}
+
+template <class Scalar>
+BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other) : s_(other.s_) {
+  rebind();
+}
+
+template <class Scalar>
+BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other) : s_(std::move(other.s_)) {
+  rebind();
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::rebind() {
+  nn::rebind_parameters(s_.root, visitor());
+}
+
+template <class Scalar>
+BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(const BiaffineParser<Scalar>& other) {
+  if (this != &other) {
+    s_ = other.s_;
+    rebind();
+  }
+  return *this;
+}
+
+template <class Scalar>
+BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>&& other) {
+  if (this != &other) {
+    s_ = std::move(other.s_);
+    rebind();
+  }
+  return *this;
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
+                                     const RandomStream* dropout) const {
+  const ParserOptions& o = s_.options;
+  const Index m = batch.m, R = batch.words.size();
+  check_batch(batch);
+  c.m = m;
+  c.lengths = batch.lengths;
+  c.words = batch.words;
+  c.has_loss = false;
+  c.dropout = dropout != nullptr;
+  if (dropout) c.stream = *dropout;
+  // input (R, word_dim [+ filters]) = [E_w[word]; charcnn(chars)]
+  c.word_rows.resize(R, o.word_dim);
+  s_.words.forward(batch.words, c.word_rows);
+  c.input.resize(R, o.input_dim());
+  c.input.leftCols(o.word_dim) = c.word_rows;
+  if (o.use_chars) {
+    c.char_rows.resize(R, o.char_filters);
+    s_.chars.front().forward(batch.chars, batch.char_lengths, c.chars, c.char_rows);
+    c.input.rightCols(o.char_filters) = c.char_rows;
+  }
+  if (dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.input);
+  // projected (R, d) = input W^T + b (+ PE)
+  c.projected.resize(R, o.d_model);
+  s_.projection.forward(c.input, c.projected);
+  if (o.absolute_positions) s_.positions.add_to(c.projected, m);
+  const RandomStream enc = c.stream.derive(kSiteEncoder);
+  const Matrix& h = s_.encoder.forward(c.projected, batch.lengths, batch.buckets, c.encoder, dropout ? &enc : nullptr);
+  // mlp_out[k] (R, dim_k) = dropout(leaky_relu(h W_k^T + b_k))
+  for (int k = 0; k < Cache::kMlps; ++k) {
+    const nn::Linear<Scalar>& lin = s_.mlps[static_cast<std::size_t>(k)];
+    c.mlp_pre[k].resize(R, lin.out_features());
+    lin.forward(h, c.mlp_pre[k]);
+    const Scalar slope = static_cast<Scalar>(o.leaky_slope);
+    c.mlp_out[k] = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
+    if (dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
+  }
+  // scores (R, m): S_b[i, j], heads j outside [0, n_b] and j == i masked
+  c.scores.resize(R, m);
+  s_.arc.forward(c.mlp_out[0], c.mlp_out[1], m, c.arc, c.scores);
+  const Scalar neg_inf = -std::numeric_limits<Scalar>::infinity();
+  for (Index r = 0; r < R; ++r) {
+    const Index b = r / m, i = r % m;
+    const Index len = batch.lengths[static_cast<std::size_t>(b)];
+    if (len < m) c.scores.row(r).tail(m - len).setConstant(neg_inf);
+    c.scores(r, i) = neg_inf;
+  }
+  if (o.num_upos > 0) {
+    c.upos_logits.resize(R, o.num_upos);
+    s_.upos.front().forward(h, c.upos_logits);
+  }
+  c.owner = this;
+}
+
+template <class Scalar>
+ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Scalar>& c, double normaliser) const {
+  const char* fn = "BiaffineParser::loss";
+  if (c.owner != this || c.m != batch.m || c.lengths != batch.lengths)
+    throw Error(std::string(fn) + ": the cache holds no forward pass of this parser on this batch");
+  const ParserOptions& o = s_.options;
+  const Index R = batch.words.size();
+  ParserLoss out;
+  out.words = batch.words_count;
+  const double norm = normaliser > 0 ? normaliser : static_cast<double>(std::max<Index>(1, batch.words_count));
+  // Arc cross-entropy over each word's row.
+  const nn::LossResult arc = nn::cross_entropy<Scalar>(c.scores, batch.heads, batch.lengths, norm, &c.dscores);
+  out.arc_sum = arc.sum;
+  // Relations at the gold heads.
+  c.label_dep_rows.clear();
+  c.label_head_rows.clear();
+  std::vector<std::int32_t> gold;
+  for (Index r = 0; r < R; ++r) {
+    const Index b = r / c.m, i = r % c.m;
+    if (i == 0 || i >= batch.lengths[static_cast<std::size_t>(b)] || batch.heads[r] < 0) continue;
+    c.label_dep_rows.push_back(r);
+    c.label_head_rows.push_back(b * c.m + batch.heads[r]);
+    gold.push_back(batch.labels[r]);
+  }
+  label_forward(c);
+  const nn::IdVector gold_labels = Eigen::Map<const nn::IdVector>(gold.data(), static_cast<Index>(gold.size()));
+  const nn::LossResult lab = nn::cross_entropy<Scalar>(c.label_logits, gold_labels,
+                                                       {static_cast<int>(gold.size())}, norm, &c.dlabel_logits);
+  out.label_sum = lab.sum;
+  double total = arc.loss + lab.loss;
+  if (o.num_upos > 0 && o.upos_weight > 0) {
+    const nn::LossResult tag = nn::cross_entropy<Scalar>(c.upos_logits, batch.upos, batch.lengths, norm / o.upos_weight,
+                                                         &c.dupos_logits);
+    out.upos_sum = tag.sum;
+    total += tag.loss;
+  } else {
+    c.dupos_logits.resize(0, 0);
+  }
+  out.loss = total;
+  c.has_loss = true;
+  return out;
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
+  const char* fn = "BiaffineParser::backward";
+  if (c.owner != this || !c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+  const ParserOptions& o = s_.options;
+  const Index R = c.words.size(), m = c.m;
+  const Matrix& h = c.encoder.outputs.back();
+  // Relations: dlabel_dep, dlabel_head (T, label_dim) -> scattered to their rows.
+  s_.label.backward(c.dlabel_logits, c.label, c.dlabel_dep, c.dlabel_head);
+  c.dmlp[2].setZero(R, o.label_dim);
+  c.dmlp[3].setZero(R, o.label_dim);
+  for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {  // in order: a head's sum is fixed
+    c.dmlp[2].row(c.label_dep_rows[t]) += c.dlabel_dep.row(static_cast<Index>(t));
+    c.dmlp[3].row(c.label_head_rows[t]) += c.dlabel_head.row(static_cast<Index>(t));
+  }
+  // Arcs: dS (R, m) -> d(arc-dep), d(arc-head) (R, arc_dim).
+  s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.dscores, c.arc, c.dmlp[0], c.dmlp[1]);
+  // MLPs: through dropout and the LeakyReLU, then dh (R, d) += dpre W_k.
+  c.dh.setZero(R, o.d_model);
+  const Scalar slope = static_cast<Scalar>(o.leaky_slope);
+  for (int k = 0; k < Cache::kMlps; ++k) {
+    Matrix& d = c.dmlp[k];
+    if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, d);
+    d = d.binaryExpr(c.mlp_pre[k], [slope](Scalar g, Scalar v) { return v > Scalar(0) ? g : slope * g; });
+    s_.mlps[static_cast<std::size_t>(k)].backward(h, d, &c.dpart);
+    c.dh += c.dpart;
+  }
+  if (o.num_upos > 0 && c.dupos_logits.rows() == R) {
+    s_.upos.front().backward(h, c.dupos_logits, &c.dpart);
+    c.dh += c.dpart;
+  }
+  // Encoder: dh -> dprojected (R, d); projection: -> dinput (R, input_dim).
+  s_.encoder.backward(c.encoder, c.dh, c.dprojected);
+  s_.projection.backward(c.input, c.dprojected, &c.dinput);
+  if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.dinput);
+  c.dword_rows = c.dinput.leftCols(o.word_dim);
+  s_.words.backward(c.words, c.dword_rows);
+  if (o.use_chars) {
+    c.dchar_rows = c.dinput.rightCols(o.char_filters);
+    s_.chars.front().backward(c.chars, c.dchar_rows);
+  }
+  c.has_loss = false;  // a second backward on this cache would add the gradients twice
+}
+
+template <class Scalar>
+ParserLoss BiaffineParser<Scalar>::loss_and_backward(const ParserBatch& batch, ParserCache<Scalar>& c,
+                                                     const RandomStream* dropout, double normaliser) {
+  forward(batch, c, dropout);
+  const ParserLoss l = loss(batch, c, normaliser);
+  backward(c);
+  return l;
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>& c, ParseWorkspace& ws,
+                                   ParsedBatch& out) const {
+  forward(batch, c, nullptr);
+  const Index m = batch.m, R = batch.words.size();
+  const Index B = static_cast<Index>(batch.lengths.size());
+  out.heads.setConstant(R, -1);
+  out.labels.setConstant(R, -1);
+  out.upos.setConstant(R, -1);
+  double work = 0;
+  for (int len : batch.lengths) work += double(len) * len * len;
+  const int team = team_size(work);
+  if (static_cast<int>(ws.decoders.size()) < team) {
+    ws.decoders.resize(static_cast<std::size_t>(team));
+    ws.heads.resize(static_cast<std::size_t>(team));
+  }
+  parallel_for_threads(B, work, [&](Index b, int thread) {
+    const Index len = batch.lengths[static_cast<std::size_t>(b)];
+    std::vector<int>& heads = ws.heads[static_cast<std::size_t>(thread)];
+    max_spanning_tree<Scalar>(c.scores.data() + b * m * m, len - 1, m, heads,
+                              ws.decoders[static_cast<std::size_t>(thread)]);
+    for (Index i = 1; i < len; ++i) out.heads[b * m + i] = heads[static_cast<std::size_t>(i)];
+  });
+  c.label_dep_rows.clear();
+  c.label_head_rows.clear();
+  for (Index r = 0; r < R; ++r)
+    if (out.heads[r] >= 0) {
+      c.label_dep_rows.push_back(r);
+      c.label_head_rows.push_back((r / m) * m + out.heads[r]);
+    }
+  label_forward(c, false);
+  for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
+    Index best = 0;
+    c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
+    out.labels[c.label_dep_rows[t]] = static_cast<std::int32_t>(best);
+  }
+  if (s_.options.num_upos > 0)
+    for (Index r = 0; r < R; ++r)
+      if (out.heads[r] >= 0) {
+        Index best = 0;
+        c.upos_logits.row(r).maxCoeff(&best);
+        out.upos[r] = static_cast<std::int32_t>(best);
+      }
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::check_batch(const ParserBatch& batch) const {
+  const char* fn = "BiaffineParser::forward";
+  const Index m = batch.m, R = batch.words.size();
+  const Index B = static_cast<Index>(batch.lengths.size());
+  if (B < 1 || m < 1 || R != B * m)
+    throw Error(std::string(fn) + ": the batch has " + std::to_string(R) + " positions, expected lengths.size() (" +
+                std::to_string(B) + ") x m (" + std::to_string(m) + ")");
+  for (std::size_t b = 0; b < batch.lengths.size(); ++b)
+    if (batch.lengths[b] < 1 || batch.lengths[b] > m)
+      throw Error(std::string(fn) + ": lengths[" + std::to_string(b) + "] = " + std::to_string(batch.lengths[b]) +
+                  " is outside [1, " + std::to_string(m) + "] (a sequence holds the root and its words)");
+  if (batch.heads.size() != R || batch.labels.size() != R || batch.upos.size() != R ||
+      static_cast<Index>(batch.char_lengths.size()) != R || batch.chars.rows() != R)
+    throw Error(std::string(fn) + ": heads, labels, upos, chars and char_lengths must have one row per position (" +
+                std::to_string(R) + ")");
+  for (Index r = 0; r < R; ++r) {
+    const Index len = batch.lengths[static_cast<std::size_t>(r / m)];
+    const std::int32_t hd = batch.heads[r];
+    if (r % m == 0 || r % m >= len || hd == nn::kIgnoreLabel) continue;
+    if (hd < 0 || hd >= len || hd == r % m)
+      throw Error(std::string(fn) + ": heads[" + std::to_string(r) + "] = " + std::to_string(hd) +
+                  " is not another position of its sentence [0, " + std::to_string(len) + ")");
+  }
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::label_forward(ParserCache<Scalar>& c, bool for_backward) const {
+  const Index T = static_cast<Index>(c.label_dep_rows.size());
+  const int dl = s_.options.label_dim;
+  c.label_dep.resize(T, dl);
+  c.label_head.resize(T, dl);
+  for (Index t = 0; t < T; ++t) {
+    c.label_dep.row(t) = c.mlp_out[2].row(c.label_dep_rows[static_cast<std::size_t>(t)]);
+    c.label_head.row(t) = c.mlp_out[3].row(c.label_head_rows[static_cast<std::size_t>(t)]);
+  }
+  c.label_logits.resize(T, s_.options.num_labels);
+  if (for_backward)
+    s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
+  else
+    s_.label.infer(c.label_dep, c.label_head, c.label, c.label_logits);
+}
+
+#if defined(SYNATTN_COMPILED)
+extern template class BiaffineParser<float>;
+extern template class BiaffineParser<double>;
+#endif
 
 }  // namespace parse
 }  // namespace synattn
