@@ -4,6 +4,9 @@
 
 #include <Eigen/Core>
 
+#include <cstdint>
+#include <type_traits>
+
 namespace synattn {
 
 // Distance and bucket blocks are row-major: a (batch, n, n) block is a
@@ -12,6 +15,25 @@ template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 using Index = Eigen::Index;
+
+// True when two dense Eigen objects (matrices, maps, refs, blocks; any
+// strides) have overlapping storage: the address ranges from their first to
+// their last element meet. A layer whose output may alias one of its inputs
+// asks this before it resizes or writes the output.
+template <class A, class B>
+bool storage_overlaps(const A& a, const B& b) noexcept {
+  if (a.size() == 0 || b.size() == 0) return false;
+  const auto range = [](const auto& m, std::uintptr_t& lo, std::uintptr_t& hi) {
+    using T = typename std::decay_t<decltype(m)>::Scalar;
+    const T* last = m.data() + (m.rows() - 1) * m.rowStride() + (m.cols() - 1) * m.colStride();
+    lo = reinterpret_cast<std::uintptr_t>(m.data());
+    hi = reinterpret_cast<std::uintptr_t>(last + 1);
+  };
+  std::uintptr_t a0, a1, b0, b1;
+  range(a, a0, a1);
+  range(b, b0, b1);
+  return a0 < b1 && b0 < a1;
+}
 
 }  // namespace synattn
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using synattn::ParameterStore;
 
@@ -59,4 +60,24 @@ TEST_CASE("a non-finite norm is reported, or thrown naming the entry", "[train][
   strict.error_if_nonfinite = true;
   CHECK_THROWS_WITH(synattn::clip_grad_norm(store, 1.0, strict), Catch::Contains("gradient of 'b' entry 1 is nan"));
   CHECK_THROWS_WITH(synattn::clip_grad_norm(store, 0.0), Catch::Contains("max_norm must be finite and > 0"));
+}
+
+// The clipping layout check accepted negative shapes and computed
+// offset + rows * cols without overflow checks.
+TEST_CASE("clip_grad_norm refuses a layout with a negative or overflowing shape", "[train][clip][errors]") {
+  ParameterStore<double> store;
+  store.add("w", 2, 2);
+  std::vector<synattn::ParameterInfo> infos = store.infos();
+  infos[0].rows = -2;
+  infos[0].cols = -2;  // rows * cols = 4 would pass a size-only check
+  CHECK_THROWS_WITH(synattn::clip_grad_norm<double>(infos, store.gradients(), 1.0),
+                    "clip_grad_norm: parameter 0 ('w') has offset 0 and shape -2x-2: negative, or its end overflows");
+  infos[0].rows = Eigen::Index(1) << 40;
+  infos[0].cols = Eigen::Index(1) << 40;
+  CHECK_THROWS_WITH(synattn::clip_grad_norm<double>(infos, store.gradients(), 1.0),
+                    Catch::Contains("its end overflows"));
+  infos[0].rows = 3;
+  infos[0].cols = 2;
+  CHECK_THROWS_WITH(synattn::clip_grad_norm<double>(infos, store.gradients(), 1.0),
+                    "clip_grad_norm: parameter 0 ('w') spans [0, 6), outside the 4 gradients");
 }

@@ -147,9 +147,7 @@ void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& 
   file.metadata["step"] = std::to_string(step);
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const ParameterInfo& p = infos[i];
-    if (p.offset < 0 || p.offset + p.size() > values.size())
-      throw Error("save_checkpoint: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
-                  std::to_string(values.size()) + " values");
+    check_parameter_span("save_checkpoint", i, p, values.size());
     if (!file.tensors.emplace(p.name, SafeTensor::from(values.data() + p.offset, d::shape_of(p))).second)
       throw Error("save_checkpoint: parameter name '" + p.name + "' appears twice");
   }
@@ -239,9 +237,7 @@ CheckpointInfo load_checkpoint(const std::string& path, const std::vector<Parame
   Vector staged = values;
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const ParameterInfo& p = infos[i];
-    if (p.offset < 0 || p.offset + p.size() > values.size())
-      throw Error("load_checkpoint: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
-                  std::to_string(values.size()) + " values");
+    check_parameter_span("load_checkpoint", i, p, values.size());
     d::read_tensor<Scalar>(path, file, p.name, p, options, staged.data() + p.offset);
     used[p.name] = true;
   }

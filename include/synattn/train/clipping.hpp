@@ -43,9 +43,7 @@ ClipResult clip_grad_norm(const std::vector<ParameterInfo>& infos,
   double sum = 0;
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const ParameterInfo& p = infos[i];
-    if (p.offset < 0 || p.offset + p.size() > gradients.size())
-      throw Error("clip_grad_norm: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
-                  std::to_string(gradients.size()) + " gradients");
+    check_parameter_span("clip_grad_norm", i, p, gradients.size(), "gradients");
     if (!p.trainable) continue;
     for (Index k = 0; k < p.size(); ++k) {
       const double g = static_cast<double>(gradients[p.offset + k]);

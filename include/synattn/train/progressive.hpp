@@ -121,9 +121,7 @@ class ProgressiveStrength {
     for (std::size_t i = 0; i < infos.size(); ++i) {
       const ParameterInfo& p = infos[i];
       if (!p.trainable || !o_.selects(p)) continue;  // a frozen strength is the user's to set
-      if (p.offset < 0 || p.offset + p.size() > size)
-        throw Error("ProgressiveStrength: parameter " + std::to_string(i) + " ('" + p.name + "') lies outside the " +
-                    std::to_string(size) + " values");
+      check_parameter_span("ProgressiveStrength", i, p, size);
       f(p);
     }
   }

@@ -32,6 +32,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "checked_size.hpp"
 
 namespace synattn {
 
@@ -46,6 +47,33 @@ struct ParameterInfo {
   bool trainable = true;
   Index size() const noexcept { return rows * cols; }
 };
+
+// Where `p` ends in its flat buffer (offset + rows * cols), or false when the
+// offset or the shape is negative or the end overflows Index. A layout from
+// outside (a caller's infos, a checkpoint) is checked with this before
+// size() is trusted.
+inline bool parameter_end(const ParameterInfo& p, Index& end) noexcept {
+  Index size = 0;
+  return checked_multiply(p.rows, p.cols, size) && checked_add(p.offset, size, end);
+}
+
+// Throws unless parameter `index` of a layout lies inside a buffer of
+// `buffer_size` entries; `where` begins the message ("clip_grad_norm"),
+// `buffer` names the buffer. The one layout check of every function that
+// takes a parameter layout beside a flat buffer.
+inline void check_parameter_span(const std::string& where, std::size_t index, const ParameterInfo& p,
+                                 Index buffer_size, const char* buffer = "values") {
+  // The message is built only on failure: optimisers check every step, and
+  // a step after the first allocates nothing.
+  const auto who = [&] { return where + ": parameter " + std::to_string(index) + " ('" + p.name + "')"; };
+  Index end = 0;
+  if (!parameter_end(p, end))
+    throw Error(who() + " has offset " + std::to_string(p.offset) + " and shape " + std::to_string(p.rows) + "x" +
+                std::to_string(p.cols) + ": negative, or its end overflows");
+  if (end > buffer_size)
+    throw Error(who() + " spans [" + std::to_string(p.offset) + ", " + std::to_string(end) + "), outside the " +
+                std::to_string(buffer_size) + " " + buffer);
+}
 
 template <class Scalar>
 class ParameterStore {
@@ -82,6 +110,10 @@ class ParameterStore {
       throw Error("ParameterStore::add: parameter '" + name + "' has negative shape " + std::to_string(rows) + "x" +
                   std::to_string(cols));
     if (find(name) >= 0) throw Error("ParameterStore::add: parameter '" + name + "' already exists");
+    Index size = 0, end = 0;
+    if (!checked_multiply(rows, cols, size) || !checked_add(values_.size(), size, end))
+      throw Error("ParameterStore::add: parameter '" + name + "' of shape " + std::to_string(rows) + "x" +
+                  std::to_string(cols) + " does not fit: the store's size would overflow");
     ParameterInfo info;
     info.name = std::move(name);
     info.offset = values_.size();
