@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -320,4 +321,74 @@ TEST_CASE("steps after the first allocate nothing", "[train][optimizer]") {
   }
   Eigen::internal::set_is_malloc_allowed(true);
   CHECK(guarded);
+}
+
+// A checkpoint's optimizer.steps of LLONG_MAX was accepted, and the next
+// step() overflowed a signed integer.
+TEST_CASE("the step count stays within 2^53, where bias corrections are exact", "[train][optimizer]") {
+  ParameterStore<double> store;
+  store.add("w", 2, 2);
+  store.gradients().setConstant(0.5);
+  Adam<double> opt(AdamOptions{});
+  const std::vector<Eigen::VectorXd> zeros(2, Eigen::VectorXd::Zero(4));
+  CHECK_THROWS_WITH(opt.restore(zeros, std::numeric_limits<long long>::max()),
+                    Catch::Contains("step count must be in [0, 2^53], got 9223372036854775807"));
+  CHECK_THROWS_WITH(opt.restore(zeros, -1), Catch::Contains("step count must be in [0, 2^53]"));
+  opt.restore(zeros, Adam<double>::kMaxSteps - 1);
+  opt.step(store);
+  CHECK(opt.steps() == Adam<double>::kMaxSteps);
+  const Eigen::VectorXd before = store.values();
+  CHECK_THROWS_WITH(opt.step(store), Catch::Contains("the step count has reached 9007199254740992"));
+  CHECK(opt.steps() == Adam<double>::kMaxSteps);
+  CHECK(store.values() == before);  // the refused step changed nothing
+}
+
+// restore() took state of the wrong size, and step() then silently reset the
+// moments while keeping the step count; one optimizer stepping a second
+// model silently shared its moments with the first.
+TEST_CASE("an optimizer serves one model: another layout or a state of another size is refused",
+          "[train][optimizer]") {
+  ParameterStore<double> a, b, c;
+  a.add("w", 2, 2);
+  b.add("w", 2, 3);
+  c.add("v", 2, 2);  // same size as a, another name
+  for (auto* s : {&a, &b, &c}) s->gradients().setConstant(0.25);
+  Adam<double> opt(AdamOptions{});
+  opt.step(a);
+  const std::vector<Eigen::VectorXd> moments = opt.state();
+  CHECK_THROWS_WITH(opt.step(b), Catch::Contains("the optimizer state holds 4 entries per vector, the parameters 6"));
+  CHECK_THROWS_WITH(opt.step(c), Catch::Contains("laid out differently from those of the earlier steps"));
+  CHECK(opt.steps() == 1);
+  CHECK(opt.state()[0] == moments[0]);
+  opt.step(a);  // its own model still steps
+  CHECK(opt.steps() == 2);
+
+  // A restored state of another model's size is refused at the next step,
+  // instead of being replaced by zeros under the restored step count.
+  Adam<double> restored(AdamOptions{});
+  restored.restore(std::vector<Eigen::VectorXd>(2, Eigen::VectorXd::Zero(6)), 10);
+  CHECK_THROWS_WITH(restored.step(a), Catch::Contains("it was restored or stepped for another model"));
+  CHECK(restored.steps() == 10);
+  restored.reset();
+  restored.step(a);  // after reset() it starts afresh on any model
+  CHECK(restored.steps() == 1);
+
+  // Freezing a parameter keeps the layout: a schedule may do that mid-run.
+  Sgd<double> sgd(SgdOptions{});
+  sgd.step(a);
+  std::vector<synattn::ParameterInfo> frozen = a.infos();
+  frozen[0].trainable = false;
+  CHECK_NOTHROW(sgd.step(frozen, a.values(), a.gradients()));
+}
+
+TEST_CASE("a layout whose size overflows is refused by step(), not used", "[train][optimizer]") {
+  ParameterStore<double> store;
+  store.add("w", 2, 2);
+  std::vector<synattn::ParameterInfo> infos = store.infos();
+  infos[0].rows = Eigen::Index(1) << 40;
+  infos[0].cols = Eigen::Index(1) << 40;
+  Sgd<double> sgd(SgdOptions{});
+  CHECK_THROWS_WITH(sgd.step(infos, store.values(), store.gradients()),
+                    Catch::Contains("sgd::step: parameter 0 ('w') has offset 0 and shape") &&
+                        Catch::Contains("its end overflows"));
 }

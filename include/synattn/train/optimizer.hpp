@@ -62,9 +62,11 @@ class Optimizer {
   void step(const std::vector<ParameterInfo>& infos, Eigen::Ref<Vector> values,
             const Eigen::Ref<const Vector>& gradients) {
     check_layout("step", infos, values.size(), gradients.size());
-    if (state_.size() != state_count() || (!state_.empty() && state_[0].size() != values.size())) {
-      state_.assign(state_count(), Vector::Zero(values.size()));
-    }
+    check_same_model(infos, values.size());
+    if (state_.size() != state_count()) state_.assign(state_count(), Vector::Zero(values.size()));
+    if (steps_ >= kMaxSteps)
+      throw Error(kind() + "::step: the step count has reached " + std::to_string(kMaxSteps) +
+                  " (2^53), beyond which bias corrections lose precision");
     ++steps_;
     for (const ParameterInfo& p : infos) {
       if (!p.trainable || p.size() == 0) continue;
@@ -89,6 +91,9 @@ class Optimizer {
 
   // Completed steps (PyTorch's state['step']); bias corrections use it.
   long long steps() const noexcept { return steps_; }
+  // The most steps an optimiser counts: bias corrections take the count as a
+  // double, exact up to 2^53 (so incrementing it can never overflow either).
+  static constexpr long long kMaxSteps = 1LL << 53;
 
   // The state vectors, in state_names() order; empty before the first step
   // or a restore.
@@ -106,14 +111,17 @@ class Optimizer {
         throw Error(kind() + "::restore: state vector '" + state_names()[i] + "' has " +
                     std::to_string(state[i].size()) + " entries, '" + state_names()[0] + "' has " +
                     std::to_string(state[0].size()));
-    if (steps < 0) throw Error(kind() + "::restore: step count must be >= 0, got " + std::to_string(steps));
+    if (steps < 0 || steps > kMaxSteps)
+      throw Error(kind() + "::restore: step count must be in [0, 2^53], got " + std::to_string(steps));
     state_ = std::move(state);
     steps_ = steps;
+    layout_.clear();  // the next step() takes the model's layout, checked against the state's size
   }
-  // Forgets the state and the step count.
+  // Forgets the state, the step count and the model it served.
   void reset() {
     state_.clear();
     steps_ = 0;
+    layout_.clear();
   }
 
  protected:
@@ -139,23 +147,42 @@ class Optimizer {
   long long steps_ = 0;
 
  private:
-  void check_layout(const char* fn, const std::vector<ParameterInfo>& infos, Index values, Index gradients) const {
-    const std::string where = kind() + "::" + fn + ": ";
-    if (gradients != values)
-      throw Error(where + "gradients has " + std::to_string(gradients) + " entries, values has " +
-                  std::to_string(values));
-    for (std::size_t i = 0; i < infos.size(); ++i) {
-      const ParameterInfo& p = infos[i];
-      if (p.offset < 0 || p.rows < 0 || p.cols < 0 || p.offset + p.size() > values)
-        throw Error(where + "parameter " + std::to_string(i) + " ('" + p.name + "') spans [" +
-                    std::to_string(p.offset) + ", " + std::to_string(p.offset + p.size()) +
-                    "), outside the " + std::to_string(values) + " values");
+  // The state belongs to one model: the first step() records its layout
+  // (names, offsets and shapes; not which are trainable, which a schedule may
+  // change), and a later step() with another layout, or a restored state of
+  // another size, is refused instead of silently sharing or resetting the
+  // moments.
+  void check_same_model(const std::vector<ParameterInfo>& infos, Index values) {
+    if (!state_.empty() && state_[0].size() != values)
+      throw Error(kind() + "::step: the optimizer state holds " + std::to_string(state_[0].size()) +
+                  " entries per vector, the parameters " + std::to_string(values) +
+                  ": it was restored or stepped for another model (reset() it to start afresh)");
+    if (layout_.empty() && !infos.empty()) {
+      layout_ = infos;
+      return;
     }
+    bool same = layout_.size() == infos.size();
+    for (std::size_t i = 0; same && i < infos.size(); ++i)
+      same = layout_[i].name == infos[i].name && layout_[i].offset == infos[i].offset &&
+             layout_[i].rows == infos[i].rows && layout_[i].cols == infos[i].cols;
+    if (!same)
+      throw Error(kind() + "::step: these parameters are laid out differently from those of the earlier steps (" +
+                  std::to_string(infos.size()) + " parameters, " + std::to_string(layout_.size()) +
+                  " before): one optimizer serves one model (reset() it to start afresh)");
+  }
+
+  void check_layout(const char* fn, const std::vector<ParameterInfo>& infos, Index values, Index gradients) const {
+    const std::string where = kind() + "::" + fn;  // short: no allocation (steps after the first allocate nothing)
+    if (gradients != values)
+      throw Error(where + ": gradients has " + std::to_string(gradients) + " entries, values has " +
+                  std::to_string(values));
+    for (std::size_t i = 0; i < infos.size(); ++i) check_parameter_span(where, i, infos[i], values);
   }
 
   double lr_;
   double weight_decay_;
   ParameterGroups groups_;
+  std::vector<ParameterInfo> layout_;  // the model served since the last reset or restore
 };
 
 // ---- SGD ----------------------------------------------------------------
