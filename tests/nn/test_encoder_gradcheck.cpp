@@ -102,6 +102,35 @@ TEST_CASE("EncoderLayer: gradient check, pre- and post-norm, with and without dr
     }
 }
 
+// EncoderLayer::backward resized dx first: with dy a view into dx's own
+// larger buffer (a caller reusing one scratch matrix), that freed the
+// storage dy was read from afterwards.
+TEST_CASE("EncoderLayer: backward with dy a view into dx's buffer gives the separate result", "[nn][encoder]") {
+  for (const bool pre : {true, false}) {
+    EncoderLayerOptions o;
+    o.attention = AttentionOptions(6, 2);
+    o.d_ff = 10;
+    o.pre_norm = pre;
+    EncoderLayer<double> layer(o);
+    const std::vector<int> lengths{4, 4};
+    const Buckets buckets = make_buckets(lengths, 4, 11);
+    const MatrixD x = random_matrix(8, 6, 3);
+    MatrixD y(8, 6);
+    EncoderLayerCache<double> cache;
+    layer.forward(x, lengths, buckets, cache, y, nullptr);
+    const MatrixD dy = random_matrix(8, 6, 4);
+    MatrixD want;
+    layer.zero_grad();
+    layer.backward(cache, dy, want);
+    MatrixD scratch = MatrixD::Zero(20, 6);  // more rows than dx needs
+    scratch.topRows(8) = dy;
+    layer.zero_grad();
+    layer.backward(cache, scratch.topRows(8), scratch);
+    INFO((pre ? "pre-norm" : "post-norm"));
+    CHECK(scratch == want);
+  }
+}
+
 namespace {
 
 struct ModelCase {

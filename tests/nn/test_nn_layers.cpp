@@ -79,6 +79,33 @@ TEST_CASE("Linear: gradient check", "[nn][linear][gradcheck]") {
   CHECK((MatrixD(lin.weight_gradient()) - 2 * dW).cwiseAbs().maxCoeff() < 1e-12);
 }
 
+// dx aliasing dy used to be a heap-use-after-free when in != out (resizing
+// dx freed the buffer dy viewed) and wrong rows when in == out.
+TEST_CASE("Linear: backward with dx aliasing dy or x gives the separate result", "[nn][linear]") {
+  for (const int out : {5, 3, 8}) {  // out == in, out < in, out > in
+    INFO("in 5, out " << out);
+    Linear<double> lin(5, out, RandomStream(11));
+    const MatrixD x = random_matrix(6, 5, 12);
+    const MatrixD dy = random_matrix(6, out, 13);
+    MatrixD want;
+    lin.zero_grad();
+    lin.backward(x, dy, &want);
+    const MatrixD dW = lin.weight_gradient();
+    // dx is the very matrix dy views.
+    MatrixD shared = dy;
+    lin.zero_grad();
+    lin.backward(x, shared, &shared);
+    CHECK(shared == want);
+    CHECK(MatrixD(lin.weight_gradient()) == dW);
+    // dx is the very matrix x views.
+    MatrixD input = x;
+    lin.zero_grad();
+    lin.backward(input, dy, &input);
+    CHECK(input == want);
+    CHECK(MatrixD(lin.weight_gradient()) == dW);
+  }
+}
+
 TEST_CASE("Embedding: rows, padding row zero, unknown ids throw naming the position", "[nn][embedding]") {
   Embedding<double> emb(10, 4, RandomStream(5));
   CHECK(emb.weight().row(0).isZero());

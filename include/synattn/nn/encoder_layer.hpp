@@ -125,13 +125,15 @@ class EncoderLayer {
     }
   }
 
-  // dy (tokens, d) -> dx (tokens, d); adds every parameter gradient.
+  // dy (tokens, d) -> dx (tokens, d); adds every parameter gradient. dx may
+  // be the matrix dy views.
   void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
     const Index tokens = dy.rows(), d = d_model();
     if (dy.cols() != d || tokens != c.ffn_in.rows())
       throw Error("EncoderLayer::backward: dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
                   ", expected " + std::to_string(c.ffn_in.rows()) + "x" + std::to_string(d) + " (the forward's shape)");
-    dx.resize(tokens, d);
+    // dx is written only at the end (dx = dh + df resizes it), after the
+    // last read of dy: dx may be the matrix dy views.
     Matrix& dh = c.d1;  // dL/dh (tokens, d)
     Matrix& df = c.d2;  // dL/d(FFN output) and then dL/d(FFN input) (tokens, d)
     Matrix& da = c.d3;  // dL/d(attention output), then its input (tokens, d)

@@ -67,7 +67,8 @@ class Linear {
 
   // Given the forward input x and dy = dL/dy (tokens, out): adds dW += dy^T x
   // and db += colsum(dy) into the layer's gradients and, when dx is not null,
-  // writes dx (tokens, in) = dy W.
+  // writes dx (tokens, in) = dy W. dx may alias dy or x (a caller reusing one
+  // buffer): it is then computed into a temporary first.
   void backward(const Eigen::Ref<const Matrix>& x, const Eigen::Ref<const Matrix>& dy, Matrix* dx) {
     const char* fn = "Linear::backward";
     check(fn, "x", x.rows(), x.cols(), x.rows(), in_);
@@ -87,10 +88,22 @@ class Linear {
       }
     });
     if (!dx) return;
-    dx->resize(tokens, in_);
-    // dx (tokens, in) = dy (tokens, out) W (out, in)
-    parallel_chunks(tokens, double(in_) * out_,
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dx->middleRows(r0, m), dy.middleRows(r0, m), w); });
+    // dx (tokens, in) = dy (tokens, out) W (out, in). Resizing dx frees its
+    // storage, which dy or x may be viewing; and the product must not write
+    // rows of dy it has yet to read.
+    const auto input_gradient = [&](Matrix& out) {
+      out.resize(tokens, in_);
+      parallel_chunks(tokens, double(in_) * out_, [&](Index r0, Index m) {
+        kernels::product<Scalar>(out.middleRows(r0, m), dy.middleRows(r0, m), w);
+      });
+    };
+    if (storage_overlaps(*dx, dy) || storage_overlaps(*dx, x)) {
+      Matrix separate;
+      input_gradient(separate);
+      *dx = std::move(separate);
+    } else {
+      input_gradient(*dx);
+    }
   }
 
   ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
