@@ -185,6 +185,35 @@ TEST_CASE("Tagger: copies do not alias, moves keep working, results identical", 
   CHECK(!target.gradients().isZero(0));
 }
 
+// A self-move-assignment used to empty the model, and forward on a moved-from
+// model was undefined behaviour.
+TEST_CASE("Tagger: a self-move keeps the model; a moved-from model is refused by name", "[nn][tagger][errors]") {
+  const Batch b = make_batch(2, 5, 20, 3, 1, 7);
+  SyntaxTransformerTagger<double> model(options());
+  TaggerCache<double> c;
+  const MatrixD y = model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
+  SyntaxTransformerTagger<double>& alias = model;
+  model = std::move(alias);
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+
+  SyntaxTransformerTagger<double> taken = std::move(model);
+  CHECK(taken.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  const auto moved_from = Catch::Contains("this model was moved from and holds no layers");
+  CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+                    Catch::StartsWith("SyntaxTransformerTagger::forward") && moved_from);
+  CHECK_THROWS_WITH(model.loss(c, b.labels), moved_from);
+  CHECK_THROWS_WITH(model.backward(c), moved_from);
+  CHECK_THROWS_WITH(SyntaxTransformerTagger<double>(model), moved_from);
+  SyntaxTransformerTagger<double> other(options(1));
+  CHECK_THROWS_WITH(other = model, moved_from);
+  // Assigning a model to it makes it whole again.
+  model = taken;
+  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  SyntaxTransformerTagger<double> again = std::move(taken);
+  taken = std::move(again);
+  CHECK(taken.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+}
+
 TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labels change nothing", "[nn][tagger]") {
   const Batch b = make_batch(4, 7, 20, 3, 2, 5);
   TaggerOptions o = options();

@@ -512,3 +512,35 @@ TEST_CASE("LabelBiaffine::infer gives forward's logits in row blocks, across a b
   RowMajorMatrix<float> dd, dh;
   CHECK_THROWS_WITH(lab.backward(ya, b, dd, dh), Catch::Contains("holds no forward pass"));
 }
+
+// The tagger's rule for moved-from models, applied to the parser: using one
+// was undefined behaviour (its encoder holds no layers).
+TEST_CASE("BiaffineParser: a self-move keeps the parser; a moved-from parser is refused by name", "[parse][errors]") {
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  std::vector<EncodedSentence> corpus;
+  for (const auto& s : bank) corpus.push_back(encode_sentence(s, v));
+  ParserBatch batch;
+  make_parser_batch(corpus, {0, 1}, v, WordDropoutRule{}, nullptr, batch);
+  BiaffineParser<float> parser(tiny_options(v));
+  ParserCache<float> cache;
+  ParseWorkspace ws;
+  ParsedBatch want, got;
+  parser.parse(batch, cache, ws, want);
+  BiaffineParser<float>& alias = parser;
+  parser = std::move(alias);
+  parser.parse(batch, cache, ws, got);
+  CHECK(got.heads == want.heads);
+
+  BiaffineParser<float> taken = std::move(parser);
+  taken.parse(batch, cache, ws, got);
+  CHECK(got.heads == want.heads);
+  const auto moved_from = Catch::Contains("this model was moved from and holds no layers");
+  CHECK_THROWS_WITH(parser.parse(batch, cache, ws, got), Catch::StartsWith("BiaffineParser::forward") && moved_from);
+  CHECK_THROWS_WITH(parser.loss(batch, cache), moved_from);
+  CHECK_THROWS_WITH(parser.backward(cache), moved_from);
+  CHECK_THROWS_WITH(BiaffineParser<float>(parser), moved_from);
+  parser = taken;
+  parser.parse(batch, cache, ws, got);
+  CHECK(got.heads == want.heads);
+}

@@ -47,6 +47,13 @@ void fill_normal(Eigen::MatrixBase<Derived>&& m, const RandomStream& stream) {
     }
 }
 
+// A whole model that was moved from holds no layers; its members call this
+// first, so that using one is a clear error, not undefined behaviour.
+inline void require_not_moved_from(bool moved_from, const char* fn) {
+  if (moved_from)
+    throw Error(std::string(fn) + ": this model was moved from and holds no layers; assign it a model first");
+}
+
 enum class Activation { ReLU, GELU };
 
 inline const char* activation_name(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }

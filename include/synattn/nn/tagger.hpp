@@ -233,7 +233,12 @@ class SyntaxTransformerTagger {
   // names compared, a handful of times per backward: negligible).
   Index stage_offset(const std::string& prefix) const;
 
+  // A moved-from model holds no layers: using or copying it is refused
+  // (nn/common.hpp's require_not_moved_from) instead of undefined behaviour.
+  void require_model(const char* fn) const { require_not_moved_from(moved_from_, fn); }
+
   State s_;
+  bool moved_from_ = false;
 };
 
 
@@ -247,19 +252,24 @@ SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& op
 }
 
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other) : s_(other.s_) {
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other)
+    : s_((other.require_model("SyntaxTransformerTagger (copy)"), other.s_)) {
   rebind();
 }
 
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other) : s_(std::move(other.s_)) {
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other)
+    : s_(std::move(other.s_)), moved_from_(other.moved_from_) {
   rebind();
+  other.moved_from_ = true;
 }
 
 template <class Scalar>
 SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(const SyntaxTransformerTagger& other) {
   if (this != &other) {
+    other.require_model("SyntaxTransformerTagger (copy)");
     s_ = other.s_;
+    moved_from_ = false;
     rebind();
   }
   return *this;
@@ -267,8 +277,12 @@ SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(cons
 
 template <class Scalar>
 SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(SyntaxTransformerTagger&& other) {
-  s_ = std::move(other.s_);
-  rebind();
+  if (this != &other) {  // a self-move keeps the model (it used to empty it)
+    s_ = std::move(other.s_);
+    moved_from_ = other.moved_from_;
+    rebind();
+    other.moved_from_ = true;
+  }
   return *this;
 }
 
@@ -277,6 +291,7 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
     const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
     const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
   const char* fn = "SyntaxTransformerTagger::forward";
+  require_model(fn);
   const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
   if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
     throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
@@ -302,6 +317,7 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
 template <class Scalar>
 LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const IdVector>& labels,
                                                  double normaliser) const {
+  require_model("SyntaxTransformerTagger::loss");
   const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
   c.has_loss = true;
   return r;
@@ -309,6 +325,7 @@ LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<cons
 
 template <class Scalar>
 void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const GradientsReady& on_ready) {
+  require_model("SyntaxTransformerTagger::backward");
   if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
   s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
   if (on_ready) on_ready(stage_offset("classifier."));
@@ -338,7 +355,8 @@ LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<c
 template <class Scalar>
 IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVector>& tokens,
                                                   const std::vector<int>& lengths,
-                                                  const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const {
+                                                  const Eigen::Ref<const BucketBlock>& buckets,
+                                                  Cache& workspace) const {
   forward(tokens, lengths, buckets, workspace, nullptr);
   return argmax_predictions<Scalar>(workspace.logits, lengths);
 }

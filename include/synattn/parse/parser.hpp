@@ -288,6 +288,9 @@ class BiaffineParser {
     };
   }
   void rebind();
+  // A moved-from parser holds no layers: using or copying it is refused
+  // (nn/common.hpp's require_not_moved_from) instead of undefined behaviour.
+  void require_model(const char* fn) const { nn::require_not_moved_from(moved_from_, fn); }
 
   void check_batch(const ParserBatch& batch) const;
 
@@ -296,6 +299,7 @@ class BiaffineParser {
   void label_forward(Cache& c, bool for_backward = true) const;
 
   State s_;
+  bool moved_from_ = false;
 };
 
 // Out-of-line members: with SYNATTN_COMPILED (synattn::compiled), the float
@@ -308,13 +312,16 @@ BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(option
 }
 
 template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other) : s_(other.s_) {
+BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other)
+    : s_((other.require_model("BiaffineParser (copy)"), other.s_)) {
   rebind();
 }
 
 template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other) : s_(std::move(other.s_)) {
+BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other)
+    : s_(std::move(other.s_)), moved_from_(other.moved_from_) {
   rebind();
+  other.moved_from_ = true;
 }
 
 template <class Scalar>
@@ -325,7 +332,9 @@ void BiaffineParser<Scalar>::rebind() {
 template <class Scalar>
 BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(const BiaffineParser<Scalar>& other) {
   if (this != &other) {
+    other.require_model("BiaffineParser (copy)");
     s_ = other.s_;
+    moved_from_ = false;
     rebind();
   }
   return *this;
@@ -335,7 +344,9 @@ template <class Scalar>
 BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>&& other) {
   if (this != &other) {
     s_ = std::move(other.s_);
+    moved_from_ = other.moved_from_;
     rebind();
+    other.moved_from_ = true;
   }
   return *this;
 }
@@ -343,6 +354,7 @@ BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
                                      const RandomStream* dropout) const {
+  require_model("BiaffineParser::forward");
   const ParserOptions& o = s_.options;
   const Index m = batch.m, R = batch.words.size();
   check_batch(batch);
@@ -398,6 +410,7 @@ void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scala
 template <class Scalar>
 ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Scalar>& c, double normaliser) const {
   const char* fn = "BiaffineParser::loss";
+  require_model(fn);
   if (c.owner != this || c.m != batch.m || c.lengths != batch.lengths)
     throw Error(std::string(fn) + ": the cache holds no forward pass of this parser on this batch");
   const ParserOptions& o = s_.options;
@@ -441,6 +454,7 @@ ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Sc
 template <class Scalar>
 void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
   const char* fn = "BiaffineParser::backward";
+  require_model(fn);
   if (c.owner != this || !c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
   const ParserOptions& o = s_.options;
   const Index R = c.words.size(), m = c.m;
