@@ -50,6 +50,17 @@ seed overlap.safetensors '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
 seed gap.safetensors '{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}' '\x00\x00\x00\x00\x00\x00\x80\x3f'
 seed truncated.safetensors '{"a":{"dtype":"F64","shape":[4],"data_offsets":[0,32]}}' '\x00\x00\x00\x00\x00\x00\xf0\x3f'
 seed duplicate.safetensors '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}' '\x01\x02'
+# A NUL byte inside the header, with a second header behind it (a shell
+# string cannot hold the NUL, so it is written between two halves).
+nul_first='{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+nul_second='{"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+{
+  printf "$(le64 $((${#nul_first} + 1 + ${#nul_second})))"
+  printf '%s' "$nul_first"
+  printf '\x00'
+  printf '%s' "$nul_second"
+  printf '\x01'
+} >"$out/nul_in_header.safetensors"
 
 # Parser model metadata (parse/parser_model.hpp): parser.options and
 # parser.vocabulary are JSON texts inside the header's JSON strings.

@@ -36,6 +36,7 @@
 #include <catch2/catch.hpp>
 
 #include <synattn/io/atomic_file.hpp>
+#include <synattn/io/npy.hpp>
 
 #include <fcntl.h>
 #include <grp.h>
@@ -586,3 +587,46 @@ TEST_CASE("save_safetensors writes through write_file_atomically", "[atomic_file
   CHECK(read_bytes(dir.file("bystander.safetensors")) == previous);
 }
 #endif
+
+TEST_CASE("pieces are written in order, as one file, without being joined first", "[atomic_file]") {
+  TempDir dir("synattn_atomic");
+  const std::string path = dir.file("joined.bin");
+  const std::string a = awkward_bytes(100, 8), b = awkward_bytes(3, 9);
+  synattn::write_file_atomically(path, {a, std::string_view(), b}, "test");
+  CHECK(read_bytes(path) == a + b);
+  CHECK(listing(dir.path()) == std::set<std::string>{"joined.bin"});
+}
+
+// write_npy used to truncate the file in place: a full disk replaced a good
+// array by a truncated one.
+TEST_CASE("write_npy is atomic: a full disk keeps the old array and leaves no temporary", "[atomic_file][npy]") {
+  TempDir dir("synattn_atomic");
+  const std::string path = dir.file("x.npy");
+  const std::vector<double> old_values{1.0, 2.0, 3.0};
+  synattn::write_npy(path, old_values.data(), {3});
+  const std::string good = read_bytes(path);
+  const std::vector<double> big(64 * 1024, 0.5);  // 512 KiB, beyond the limit
+  const ChildResult got = run_in_child(
+      [&](std::string& why) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        const struct rlimit limit {4096, 4096};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+          why = std::string("setrlimit failed: ") + std::strerror(errno);
+          return false;
+        }
+        return true;
+      },
+      [&] { synattn::write_npy(path, big.data(), {big.size()}); });
+  INFO("child: exit " << got.exit_code << ", signal " << got.signal << ", message: " << got.message);
+  REQUIRE(got.exit_code == kChildGotError);
+  CHECK_THAT(got.message, Contains("write_npy: cannot write '" + path + "'"));
+  CHECK(read_bytes(path) == good);
+  CHECK(listing(dir.path()) == std::set<std::string>{"x.npy"});
+  // And a planted '<path>.tmp' symlink is not followed.
+  const std::string victim = dir.file("victim.txt");
+  plant(victim, "untouched");
+  REQUIRE(::symlink(victim.c_str(), (path + ".tmp").c_str()) == 0);
+  synattn::write_npy(path, big.data(), {big.size()});
+  CHECK(synattn::read_npy(path).shape() == std::vector<std::size_t>{big.size()});
+  CHECK(read_bytes(victim) == "untouched");
+}

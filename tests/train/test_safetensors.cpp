@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "support/temp_dir.hpp"
 
 using synattn::SafetensorsDType;
 using synattn::SafetensorsFile;
@@ -183,6 +186,20 @@ TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors
   CHECK(parse(file_of("{}", 0)).tensors.empty());
   CHECK_THROWS_WITH(synattn::load_safetensors("/nonexistent/x.safetensors"),
                     Catch::StartsWith("/nonexistent/x.safetensors: cannot open file"));
+  // A NUL byte used to end the header silently, hiding a second one after it.
+  std::string nul_header = R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]}})";
+  nul_header += std::string(1, '\0') + R"({"b":{)" + t8 + R"(,"data_offsets":[0,8]}})";
+  CHECK_THROWS_WITH(parse(file_of(nul_header, 8)),
+                    Catch::Contains("header holds a NUL byte at offset " + std::to_string(nul_header.find('\0'))));
+}
+
+// load_safetensors on a directory used to ask for 2^63 - 1 bytes: every
+// reader of outside files now opens it through io/input_file.hpp.
+TEST_CASE("load_safetensors on a directory says so, as the other readers do", "[safetensors][errors]") {
+  synattn_test::TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  std::filesystem::create_directories(path);
+  CHECK_THROWS_WITH(synattn::load_safetensors(path), path + ": cannot open file (it is a directory)");
 }
 
 TEST_CASE("every truncation of a valid file is refused cleanly", "[safetensors][errors]") {

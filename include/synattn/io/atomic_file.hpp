@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -44,9 +45,11 @@ inline std::string unique_suffix() {
 }
 }  // namespace atomic_file_detail
 
-// Replaces `path` by `bytes` atomically (see the top). `who` names the
-// caller in messages ("save_safetensors").
-inline void write_file_atomically(const std::string& path, std::string_view bytes, const std::string& who) {
+// Replaces `path` by the concatenation of `pieces` atomically (see the top),
+// without joining them in memory first (a header and an array's data, say).
+// `who` names the caller in messages ("save_safetensors").
+inline void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> pieces,
+                                  const std::string& who) {
   namespace d = atomic_file_detail;
   const std::string fail = who + ": cannot write '" + path + "': ";
   struct stat st {};
@@ -66,16 +69,18 @@ inline void write_file_atomically(const std::string& path, std::string_view byte
     ::unlink(temp_name.c_str());
     throw Error(fail + what + ": " + std::strerror(err));
   };
-  const char* p = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      give_up("writing failed", errno);
+  for (const std::string_view bytes : pieces) {
+    const char* p = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        give_up("writing failed", errno);
+      }
+      p += n;
+      left -= static_cast<std::size_t>(n);
     }
-    p += n;
-    left -= static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0) give_up("flushing to disk failed", errno);
   if (::close(fd) != 0) {
@@ -95,6 +100,11 @@ inline void write_file_atomically(const std::string& path, std::string_view byte
     (void)::fsync(dir);
     ::close(dir);
   }
+}
+
+// Replaces `path` by `bytes` atomically (see the top).
+inline void write_file_atomically(const std::string& path, std::string_view bytes, const std::string& who) {
+  write_file_atomically(path, std::initializer_list<std::string_view>{bytes}, who);
 }
 
 }  // namespace synattn

@@ -32,6 +32,7 @@
 #include "../error.hpp"
 #include "../tree/dependency_tree.hpp"
 #include "../tree/heads.hpp"
+#include "input_file.hpp"
 
 namespace synattn {
 
@@ -540,14 +541,7 @@ inline std::vector<ConlluSentence> read_conllu(std::istream& in, const std::stri
 // Opens `path` for a ConlluReader; ParseError(path, 0, "cannot open file")
 // if it cannot be opened, "cannot open file (it is a directory)" for a
 // directory (which an ifstream opens without complaint and then fails to read).
-inline std::ifstream open_conllu_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ParseError(path, 0, "cannot open file (it is a directory)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, "cannot open file");
-  return in;
-}
+inline std::ifstream open_conllu_file(const std::string& path) { return open_input_file(path); }
 
 // The file at `path`, opened by open_conllu_file.
 inline std::vector<ConlluSentence> read_conllu(const std::string& path,

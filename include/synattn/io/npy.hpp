@@ -9,6 +9,9 @@
 // read in geometrically growing chunks, so a file that claims a huge shape
 // costs no more memory than the bytes it actually holds.
 //
+// Writing to a path replaces the file atomically (io/atomic_file.hpp): a
+// failure (a full disk, say) leaves the previous file intact.
+//
 // Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 //   "\x93NUMPY" major minor, header length (uint16 LE for 1.0, uint32 LE for
 //   2.0/3.0), a Python dict literal {'descr': '<f8', 'fortran_order': False,
@@ -31,6 +34,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -38,6 +42,9 @@
 
 #include "../config.hpp"
 #include "../error.hpp"
+#include "../util/checked_size.hpp"
+#include "atomic_file.hpp"
+#include "input_file.hpp"
 
 // Data are moved between files and memory as raw bytes; that is only correct
 // when the host stores numbers the way .npy files do.
@@ -140,25 +147,17 @@ constexpr NpyDType npy_dtype_of() {
 
 namespace npy_detail {
 
-// The limit NumPy itself uses: the product of the nonzero dimensions times the
-// item size must fit in a signed pointer-sized integer. With it every row and
-// column count also fits in Eigen::Index, even for shapes like (0, 2^62, 2^62).
-constexpr std::size_t max_bytes = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+// The limit NumPy itself uses (kMaxArrayBytes, util/checked_size.hpp): the
+// product of the nonzero dimensions times the item size must fit in a signed
+// pointer-sized integer. With it every row and column count also fits in
+// Eigen::Index, even for shapes like (0, 2^62, 2^62).
+constexpr std::size_t max_bytes = static_cast<std::size_t>(kMaxArrayBytes);
 
 // Element count of `shape` (1 for 0-d). False if the array cannot exist.
-inline bool element_count(const std::vector<std::size_t>& shape, std::size_t itemsize,
-                          std::size_t& count) {
-  std::size_t nonzero_bytes = itemsize;
-  bool has_zero = false;
-  for (const std::size_t d : shape) {
-    if (d == 0) {
-      has_zero = true;
-      continue;
-    }
-    if (nonzero_bytes > max_bytes / d) return false;
-    nonzero_bytes *= d;
-  }
-  count = has_zero ? 0 : nonzero_bytes / itemsize;
+inline bool element_count(const std::vector<std::size_t>& shape, std::size_t itemsize, std::size_t& count) {
+  std::uint64_t bytes = 0;
+  if (!checked_shape_bytes(shape, itemsize, bytes)) return false;
+  count = static_cast<std::size_t>(bytes / itemsize);
   return true;
 }
 
@@ -638,15 +637,14 @@ inline void write_raw(std::ostream& out, const std::string& name, NpyDType dtype
   if (!out) throw Error("write_npy: " + name + ": write failed");
 }
 
-inline std::ofstream open_for_writing(const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("write_npy: cannot open '" + path + "' for writing");
-  return out;
-}
-
-inline void finish_file(std::ofstream& out, const std::string& path) {
-  out.close();
-  if (!out) throw Error("write_npy: error while writing '" + path + "'");
+// The file is replaced atomically (io/atomic_file.hpp): a full disk or any
+// other failure leaves the previous file as it was and no temporary behind.
+inline void write_file(const std::string& path, NpyDType dtype, const std::vector<std::size_t>& shape,
+                       const void* data) {
+  const std::size_t count = check_write(path, dtype, shape, data);
+  const std::string header = header_bytes(dtype, shape);
+  const std::string_view body(static_cast<const char*>(data), count * npy_itemsize(dtype));
+  write_file_atomically(path, {header, count > 0 ? body : std::string_view()}, "write_npy");
 }
 
 }  // namespace npy_detail
@@ -711,12 +709,7 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
 
 // Reads a .npy file; anything after the array's data is an error.
 inline NpyArray read_npy(const std::string& path) {
-  // Opening a directory as a stream succeeds on Linux; only reading fails.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ParseError(path, 0, "cannot open file for reading (it is a directory)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, "cannot open file for reading");
+  std::ifstream in = open_input_file(path);
   NpyArray array = read_npy(in, path);
   if (in.peek() != std::ifstream::traits_type::eof())
     throw ParseError(path, 0,
@@ -731,12 +724,11 @@ void write_npy(std::ostream& out, const T* data, const std::vector<std::size_t>&
   npy_detail::write_raw(out, "<stream>", npy_dtype_of<T>(), shape, data);
 }
 
+// Writes the array to the file `path`, atomically: on failure the previous
+// file is left as it was.
 template <class T>
 void write_npy(const std::string& path, const T* data, const std::vector<std::size_t>& shape) {
-  npy_detail::check_write(path, npy_dtype_of<T>(), shape, data);
-  std::ofstream out = npy_detail::open_for_writing(path);
-  npy_detail::write_raw(out, path, npy_dtype_of<T>(), shape, data);
-  npy_detail::finish_file(out, path);
+  npy_detail::write_file(path, npy_dtype_of<T>(), shape, data);
 }
 
 inline void write_npy(std::ostream& out, const NpyArray& array) {
@@ -744,10 +736,7 @@ inline void write_npy(std::ostream& out, const NpyArray& array) {
 }
 
 inline void write_npy(const std::string& path, const NpyArray& array) {
-  npy_detail::check_write(path, array.dtype(), array.shape(), array.bytes());
-  std::ofstream out = npy_detail::open_for_writing(path);
-  npy_detail::write_raw(out, path, array.dtype(), array.shape(), array.bytes());
-  npy_detail::finish_file(out, path);
+  npy_detail::write_file(path, array.dtype(), array.shape(), array.bytes());
 }
 
 // Writes a matrix or array expression as a 2-D (rows, cols) array in C order,

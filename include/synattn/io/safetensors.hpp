@@ -50,7 +50,9 @@
 
 #include "../config.hpp"
 #include "../error.hpp"
+#include "../util/checked_size.hpp"
 #include "atomic_file.hpp"
+#include "input_file.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "synattn/io/safetensors.hpp supports little-endian hosts only (safetensors data is little-endian raw bytes)"
@@ -234,31 +236,76 @@ namespace safetensors_detail {
 
 // The reference implementation's limit (safetensors/src/tensor.rs).
 constexpr std::uint64_t max_header_bytes = 100000000;
-// Largest tensor the writer or reader accepts: its byte count must fit in a
-// signed pointer-sized integer (as NumPy requires).
-constexpr std::uint64_t max_tensor_bytes = static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max());
-
 inline std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
-// Bytes of `count` elements of `itemsize` for `shape`, or false on overflow.
+// Bytes of a tensor of `shape` with `itemsize`-byte elements, or false when
+// it cannot exist (util/checked_size.hpp).
 inline bool byte_count(const std::vector<std::uint64_t>& shape, std::size_t itemsize, std::uint64_t& bytes) {
-  std::uint64_t n = itemsize;
-  bool zero = false;
-  for (const std::uint64_t d : shape) {
-    if (d == 0) {
-      zero = true;
-      continue;
-    }
-    if (n > max_tensor_bytes / d) return false;
-    n *= d;
-  }
-  bytes = zero ? 0 : n;
-  return true;
+  return checked_shape_bytes(shape, itemsize, bytes);
 }
+
+// The header's JSON, parsed into a DOM in linear time. nlohmann's parse
+// callback, which this replaces, rescans the enclosing object at the end of
+// every nested object (quadratic in the number of tensors: 40,000 took 14 s),
+// and its plain parse keeps the last of two equal keys silently. This SAX
+// handler feeds nlohmann's own DOM builder and refuses, as it reads,
+//  - a tensor name seen before (nothing is silently replaced), and
+//  - nesting deeper than a shape array (depth 3: header, entry, shape), so a
+//    hostile header of nested brackets costs no memory beyond its bytes.
+class HeaderSax {
+ public:
+  using json = nlohmann::json;
+  explicit HeaderSax(json& out) : dom_(out, false) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& text) { return dom_.number_float(v, text); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t elements) { return enter() && dom_.start_object(elements); }
+  bool end_object() {
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t elements) { return enter() && dom_.start_array(elements); }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  bool key(json::string_t& name) {
+    if (depth_ == 1 && !names_.insert(name).second) {
+      problem = "tensor '" + name + "' appears twice in the header";
+      return false;
+    }
+    return dom_.key(name);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    json_error = e.what();
+    return false;
+  }
+
+  std::string problem;     // a refusal of ours (duplicate, nesting)
+  std::string json_error;  // nlohmann's message for text that is not JSON
+
+ private:
+  bool enter() {
+    if (++depth_ > 3) {
+      problem = "header nests deeper than the format allows";
+      return false;
+    }
+    return true;
+  }
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  int depth_ = 0;
+  std::set<std::string> names_;
+};
 
 }  // namespace safetensors_detail
 
@@ -327,27 +374,17 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
                " bytes follow the length)");
   const char* text = reinterpret_cast<const char*>(bytes + 8);
   if (n == 0 || text[0] != '{') throw fail("header does not start with '{'");
+  // JSON has no raw NUL (inside a string it is written \u0000); one here
+  // would end the text for a C-string reader, hiding what follows it.
+  if (const void* nul = std::memchr(text, '\0', static_cast<std::size_t>(n)))
+    throw fail("header holds a NUL byte at offset " +
+               std::to_string(static_cast<const char*>(nul) - text) + " (JSON text has none)");
 
-  // Duplicate names and deep nesting are caught while parsing: nlohmann keeps
-  // the last of two equal keys silently, and nesting deeper than a shape
-  // array's elements (depth 3) cannot be a valid header.
-  std::string problem;
-  std::set<std::string> seen;
-  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (!problem.empty()) return false;
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth > 3)
-      problem = "header nests deeper than the format allows";
-    if (event == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
-      problem = "tensor '" + parsed.get<std::string>() + "' appears twice in the header";
-    return problem.empty();
-  };
   json header;
-  try {
-    header = json::parse(text, text + n, check);
-  } catch (const json::exception& e) {
-    throw fail(std::string("header is not valid JSON: ") + e.what());
-  }
-  if (!problem.empty()) throw fail(problem);
+  d::HeaderSax sax(header);
+  const bool parsed = json::sax_parse(text, text + n, &sax);
+  if (!sax.problem.empty()) throw fail(sax.problem);
+  if (!parsed) throw fail("header is not valid JSON: " + sax.json_error);
   if (!header.is_object()) throw fail("header is not a JSON object");
 
   const std::uint64_t data_size = size - 8 - n;
@@ -432,8 +469,7 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
 
 // Reads and parses `path`; errors are ParseError("PATH: reason").
 inline SafetensorsFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
+  std::ifstream in = open_input_file(path);
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   in.seekg(0, std::ios::beg);
