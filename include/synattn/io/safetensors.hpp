@@ -34,7 +34,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -242,12 +241,6 @@ inline std::string shape_text(const std::vector<std::uint64_t>& shape) {
   return s + "]";
 }
 
-// Bytes of a tensor of `shape` with `itemsize`-byte elements, or false when
-// it cannot exist (util/checked_size.hpp).
-inline bool byte_count(const std::vector<std::uint64_t>& shape, std::size_t itemsize, std::uint64_t& bytes) {
-  return checked_shape_bytes(shape, itemsize, bytes);
-}
-
 // The header's JSON, parsed into a DOM in linear time. nlohmann's parse
 // callback, which this replaces, rescans the enclosing object at the end of
 // every nested object (quadratic in the number of tensors: 40,000 took 14 s),
@@ -317,7 +310,7 @@ inline std::string serialize_safetensors(const SafetensorsFile& file) {
   std::vector<const std::pair<const std::string, SafeTensor>*> order;
   for (const auto& kv : file.tensors) {
     std::uint64_t want = 0;
-    if (!d::byte_count(kv.second.shape, safetensors_dtype_size(kv.second.dtype), want) ||
+    if (!checked_shape_bytes(kv.second.shape, safetensors_dtype_size(kv.second.dtype), want) ||
         want != kv.second.bytes.size())
       throw Error("serialize_safetensors: tensor '" + kv.first + "' has " + std::to_string(kv.second.bytes.size()) +
                   " bytes, dtype " + safetensors_dtype_name(kv.second.dtype) + " x shape " +
@@ -428,7 +421,7 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
       t.shape.push_back(shape[i].get<std::uint64_t>());
     }
     std::uint64_t need = 0;
-    if (!d::byte_count(t.shape, safetensors_dtype_size(t.dtype), need))
+    if (!checked_shape_bytes(t.shape, safetensors_dtype_size(t.dtype), need))
       throw fail(what + "shape " + d::shape_text(t.shape) + " of " + safetensors_dtype_name(t.dtype) +
                  " is too large to exist");
     const json& offsets = entry["data_offsets"];
