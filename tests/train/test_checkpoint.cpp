@@ -1,9 +1,13 @@
 // Checkpoints: parameters and optimiser state round-trip bit for bit (float
 // and double); shapes are PyTorch's and both row layouts load; every way a
-// checkpoint can disagree with the model is refused without changing it; and
-// a real attention layer trained with Adam, checkpointed at step 5 and
-// resumed into a fresh layer and optimiser continues bit-identically.
+// checkpoint can disagree with the model is refused without changing it;
+// NaN and infinity are refused both ways unless asked for, and then
+// round-trip bit for bit; and a real attention layer trained with Adam,
+// checkpointed at step 5 and resumed into a fresh layer and optimiser
+// continues bit-identically.
 #include <catch2/catch.hpp>
+
+#include "support/temp_dir.hpp"
 
 #include <synattn/attention/syntax_attention.hpp>
 #include <synattn/train/checkpoint.hpp>
@@ -14,6 +18,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -177,6 +183,40 @@ TEST_CASE("checkpoints that disagree with the model are refused, leaving it unch
   f = good;
   f.metadata["optimizer.steps"] = "x";
   expect_refused(f, "__metadata__ 'optimizer.steps' is 'x', expected a non-negative integer", &fresh);
+  // Step counts: only digits, as written; the optimiser's at most 2^53, checked
+  // before anything changes (Optimizer::restore refused it after the
+  // parameters had been overwritten).
+  f = good;
+  f.metadata["optimizer.steps"] = "9007199254740993";
+  expect_refused(f, "__metadata__ 'optimizer.steps' is '9007199254740993', expected a non-negative integer of at most "
+                    "9007199254740992", &fresh);
+  f = good;
+  f.metadata["optimizer.steps"] = " 1";
+  expect_refused(f, "'optimizer.steps' is ' 1'", &fresh);
+  f = good;
+  f.metadata["step"] = "+1";
+  expect_refused(f, "'step' is '+1'", &fresh);
+  f = good;
+  f.metadata["step"] = "99999999999999999999";
+  expect_refused(f, "'step' is '99999999999999999999'", &fresh);
+  f = good;
+  {
+    // 1e300 fits F64 but not float: converting it would make it infinite.
+    const double huge = 1e300;
+    std::memcpy(f.tensors.at("embedding.weight").bytes.data() + 16, &huge, 8);
+  }
+  {
+    ParameterStore<float> small = small_model<float>(7);
+    const Eigen::VectorXf small_before = small.values();
+    synattn::save_safetensors(file.path, f);
+    synattn::CheckpointLoadOptions convert;
+    convert.convert_dtype = true;
+    convert.allow_non_finite = true;  // a finite value made infinite is not a NaN saved on purpose
+    CHECK_THROWS_WITH(synattn::load_checkpoint<float>(file.path, small, nullptr, convert),
+                      Catch::Contains("tensor 'embedding.weight' element 2 = 1.0000000000000001e+300 overflows the "
+                                      "model's F32"));
+    CHECK(small.values() == small_before);
+  }
   f = good;
   f.metadata["format"] = "other";
   expect_refused(f, "format is 'other', expected 'synattn.checkpoint.v1'", &fresh);
@@ -204,6 +244,175 @@ TEST_CASE("checkpoints that disagree with the model are refused, leaving it unch
                       Catch::Contains("extra metadata key 'step' is reserved"));
     CHECK_THROWS_WITH(synattn::save_checkpoint(file.path, a, &opt, -1), Catch::Contains("step must be >= 0, got -1"));
   }
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A NaN with a payload (not the default quiet NaN), so "bit for bit" means it.
+template <class Scalar>
+Scalar payload_nan() {
+  if (sizeof(Scalar) == 4) {
+    const std::uint32_t bits = 0x7fc01234u;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return static_cast<Scalar>(v);
+  }
+  const std::uint64_t bits = 0x7ff8000000001234ull;
+  double v;
+  std::memcpy(&v, &bits, 8);
+  return static_cast<Scalar>(v);
+}
+
+}  // namespace
+
+TEST_CASE("saving NaN or infinity is refused naming the tensor and element, leaving the previous file intact",
+          "[checkpoint][non-finite]") {
+  const synattn_test::TempDir dir("synattn_ckpt_nan");
+  const std::string path = dir.file("run.safetensors");
+  ParameterStore<double> a = small_model<double>(1);
+  Adam<double> opt(AdamOptions{});
+  fill_gradients(a, 5);
+  opt.step(a);
+  synattn::save_checkpoint(path, a, &opt, 1);
+  const std::string good = file_bytes(path);
+  REQUIRE(!good.empty());
+  const auto unchanged = [&] {
+    CHECK(file_bytes(path) == good);
+    // Nothing else in the folder: no temporary file was left behind.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
+  };
+
+  SECTION("a parameter") {
+    a.values()[1] = std::numeric_limits<double>::quiet_NaN();  // embedding.weight element 1
+    CHECK_THROWS_WITH(synattn::save_checkpoint(path, a, &opt, 2),
+                      Catch::StartsWith("save_checkpoint: parameter 'embedding.weight' element 1 is NaN") &&
+                          Catch::Contains("allow_non_finite"));
+    unchanged();
+  }
+  SECTION("a frozen parameter") {
+    a.values()[a.size() - 1] = -std::numeric_limits<double>::infinity();  // frozen.weight element 1
+    CHECK_THROWS_WITH(synattn::save_checkpoint<double>(path, a, nullptr, 2),
+                      Catch::Contains("parameter 'frozen.weight' element 1 is -inf"));
+    unchanged();
+  }
+  SECTION("the optimiser's state") {
+    std::vector<Eigen::VectorXd> state = opt.state();
+    state[1][a.info(1).offset + 2] = std::numeric_limits<double>::infinity();
+    opt.restore(state, opt.steps());
+    CHECK_THROWS_WITH(synattn::save_checkpoint(path, a, &opt, 2),
+                      Catch::Contains("optimizer state 'optimizer.exp_avg_sq.layers.0.attention.table' element 2 "
+                                      "is inf"));
+    unchanged();
+  }
+  SECTION("F16 weights: NaN, and a finite value F16 cannot hold") {
+    const std::string half = dir.file("half.safetensors");
+    synattn::save_weights_half(half, a);
+    const std::string good_half = file_bytes(half);
+    a.values()[6] = std::numeric_limits<double>::quiet_NaN();  // layers.0.attention.table element 0
+    CHECK_THROWS_WITH(synattn::save_weights_half(half, a),
+                      Catch::Contains("save_weights_half: parameter 'layers.0.attention.table' element 0 is NaN"));
+    CHECK(file_bytes(half) == good_half);
+    a.values()[6] = 1e6;  // finite, but rounds to F16 infinity: refused even when non-finite values are allowed
+    synattn::CheckpointSaveOptions keep;
+    keep.allow_non_finite = true;
+    CHECK_THROWS_WITH(synattn::save_weights_half(half, a, {}, keep),
+                      Catch::Contains("parameter 'layers.0.attention.table' has a value beyond F16's range"));
+    CHECK(file_bytes(half) == good_half);
+  }
+}
+
+TEMPLATE_TEST_CASE("a diverged run saved on purpose round-trips NaN and infinity bit for bit; a default load refuses it",
+                   "[checkpoint][non-finite]", float, double) {
+  using Vector = Eigen::Matrix<TestType, Eigen::Dynamic, 1>;
+  const synattn_test::TempDir dir("synattn_ckpt_nan");
+  const std::string path = dir.file("diverged.safetensors");
+  ParameterStore<TestType> a = small_model<TestType>(1);
+  Adam<TestType> opt(AdamOptions{});
+  fill_gradients(a, 5);
+  opt.step(a);
+  a.values()[1] = payload_nan<TestType>();                          // embedding.weight element 1
+  a.values()[7] = std::numeric_limits<TestType>::infinity();        // layers.0.attention.table element 1
+  a.values()[a.size() - 1] = -std::numeric_limits<TestType>::infinity();  // frozen.weight element 1
+  std::vector<Vector> state = opt.state();
+  state[0][3] = -payload_nan<TestType>();  // optimizer.exp_avg.embedding.weight element 3
+  opt.restore(state, opt.steps());
+
+  synattn::CheckpointSaveOptions keep;
+  keep.allow_non_finite = true;
+  synattn::save_checkpoint(path, a, &opt, 1, {}, keep);
+
+  ParameterStore<TestType> b = small_model<TestType>(2);
+  const Vector before = b.values();
+  Adam<TestType> fresh(AdamOptions{});
+  CHECK_THROWS_WITH(synattn::load_checkpoint(path, b, &fresh),
+                    Catch::StartsWith(path + ": tensor 'embedding.weight' element 1 is not finite (NaN") &&
+                        Catch::Contains("allow_non_finite"));
+  CHECK(same_bits(Vector(b.values()), before));
+  CHECK(fresh.steps() == 0);
+
+  synattn::CheckpointLoadOptions inspect;
+  inspect.allow_non_finite = true;
+  synattn::load_checkpoint(path, b, &fresh, inspect);
+  CHECK(same_bits(Vector(b.values()), Vector(a.values())));
+  REQUIRE(fresh.state().size() == 2);
+  CHECK(same_bits(fresh.state()[0], opt.state()[0]));
+  CHECK(same_bits(fresh.state()[1], opt.state()[1]));
+
+  SECTION("F16 weights keep NaN and infinity too, and load into the model's dtype") {
+    const std::string half = dir.file("diverged_half.safetensors");
+    a.values()[1] = std::numeric_limits<TestType>::quiet_NaN();
+    CHECK_THROWS_WITH(synattn::save_weights_half(half, a), Catch::Contains("'embedding.weight' element 1 is NaN"));
+    synattn::save_weights_half(half, a, {}, keep);
+    ParameterStore<TestType> c = small_model<TestType>(3);
+    synattn::CheckpointLoadOptions widen;
+    widen.convert_dtype = true;
+    CHECK_THROWS_WITH(synattn::load_checkpoint<TestType>(half, c, nullptr, widen),
+                      Catch::Contains("tensor 'embedding.weight' element 1 is not finite (NaN"));
+    widen.allow_non_finite = true;
+    synattn::load_checkpoint<TestType>(half, c, nullptr, widen);
+    CHECK(std::isnan(c.values()[1]));
+    CHECK(c.values()[7] == std::numeric_limits<TestType>::infinity());
+    CHECK(c.values()[c.size() - 1] == -std::numeric_limits<TestType>::infinity());
+  }
+}
+
+TEST_CASE("a checkpoint loads from parsed bytes as from its file", "[checkpoint]") {
+  ParameterStore<float> a = small_model<float>(1);
+  synattn::Sgd<float> opt(synattn::SgdOptions{0.1, 0.9});
+  fill_gradients(a, 3);
+  opt.step(a);
+  const std::string bytes = synattn::serialize_safetensors(synattn::make_checkpoint(a, &opt, 4, {{"run", "x"}}));
+  const synattn_test::TempDir dir("synattn_ckpt_bytes");
+  const std::string path = dir.file("c.safetensors");
+  synattn::save_checkpoint(path, a, &opt, 4, {{"run", "x"}});
+  CHECK(file_bytes(path) == bytes);
+
+  ParameterStore<float> b = small_model<float>(2);
+  synattn::Sgd<float> opt_b(synattn::SgdOptions{0.1, 0.9});
+  const synattn::CheckpointInfo info = synattn::load_checkpoint(
+      synattn::parse_safetensors(bytes.data(), bytes.size(), "memory"), "memory", b, &opt_b);
+  CHECK(info.step == 4);
+  CHECK(same_bits(Eigen::VectorXf(b.values()), Eigen::VectorXf(a.values())));
+  CHECK(same_bits(opt_b.state()[0], opt.state()[0]));
+  // Errors name the source given.
+  synattn::Sgd<float> plain(synattn::SgdOptions{});
+  CHECK_THROWS_WITH(synattn::load_checkpoint(synattn::parse_safetensors(bytes.data(), bytes.size()), "memory", b,
+                                             &plain),
+                    Catch::StartsWith("memory: unexpected tensor 'optimizer.momentum_buffer."));
+}
+
+TEST_CASE("an optimiser state of another model's size is refused when saving, not written as zeros",
+          "[checkpoint][errors]") {
+  ParameterStore<double> a = small_model<double>(1);
+  Adam<double> opt(AdamOptions{});
+  opt.restore({Eigen::VectorXd::Ones(3), Eigen::VectorXd::Ones(3)}, 1);
+  CHECK_THROWS_WITH(synattn::make_checkpoint(a, &opt, 1),
+                    Catch::Contains("the optimizer's 'exp_avg' state holds 3 entries, the parameters 13"));
 }
 
 namespace {

@@ -22,11 +22,25 @@
 // when an optimiser is given, every state tensor) must be present with an
 // accepted shape, a finite value and the model's dtype; an F32 file is
 // refused for a double model (and F64 for float) unless convert_dtype is set,
-// which converts with a cast. Tensors the model does not have are refused
-// unless allow_unexpected is set; optimiser tensors are ignored when no
-// optimiser is given (loading weights for inference). A file without our
-// "format" key (weights from elsewhere) loads with step 0 and no optimiser
-// state.
+// which converts with a cast (a finite value the cast would make infinite is
+// refused). Tensors the model does not have are refused unless
+// allow_unexpected is set; optimiser tensors are ignored when no optimiser is
+// given (loading weights for inference). A file without our "format" key
+// (weights from elsewhere) loads with step 0 and no optimiser state. The
+// step counts must lie in [0, 2^53] (Optimizer::kMaxSteps).
+//
+// NaN and infinity, one rule both ways: refused unless asked for. Saving
+// (save_checkpoint, save_weights_half) throws Error naming the tensor and its
+// first non-finite element, before anything is written, so the previous file
+// under that name stays as it was; loading throws ParseError naming the
+// tensor and element. A diverged run can still be kept for inspection:
+// CheckpointSaveOptions::allow_non_finite saves it (F32/F64 bit for bit) and
+// CheckpointLoadOptions::allow_non_finite loads it back, bit for bit. Why
+// refuse by default: a NaN parameter poisons every later step, so a silent
+// save would overwrite the last good checkpoint with a dead one, and a silent
+// load would resume a run that can only produce NaN. A finite value that F16
+// cannot hold (|v| >= 65520, which would round to infinity) is refused by
+// save_weights_half whatever the options: it would change the value.
 #ifndef SYNATTN_TRAIN_CHECKPOINT_HPP
 #define SYNATTN_TRAIN_CHECKPOINT_HPP
 
@@ -34,6 +48,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -49,6 +65,11 @@ namespace synattn {
 struct CheckpointLoadOptions {
   bool convert_dtype = false;     // accept F32 for a double model, F64 for float (cast)
   bool allow_unexpected = false;  // ignore tensors the model has no parameter for
+  bool allow_non_finite = false;  // accept NaN and infinity (a diverged run saved on purpose)
+};
+
+struct CheckpointSaveOptions {
+  bool allow_non_finite = false;  // write NaN and infinity (keep a diverged run for inspection)
 };
 
 struct CheckpointInfo {
@@ -79,17 +100,50 @@ inline bool reserved_key(const std::string& k) {
   return k == "format" || k == "dtype" || k == "step" || k == "optimizer" || starts_with(k, "optimizer.");
 }
 
-inline long long parse_count(const std::string& path, const std::string& key, const std::string& text) {
-  std::size_t used = 0;
-  long long v = -1;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+// A step count: decimal digits only (what save_checkpoint writes, so it
+// round-trips), at most `max`. The optimiser's count is held to 2^53
+// (Optimizer::kMaxSteps) here, so Optimizer::restore cannot refuse it after
+// the parameters were changed.
+inline long long parse_count(const std::string& path, const std::string& key, const std::string& text,
+                             long long max = std::numeric_limits<long long>::max()) {
+  long long v = 0;
+  bool ok = !text.empty();
+  for (std::size_t i = 0; ok && i < text.size(); ++i) {
+    const int digit = text[i] - '0';
+    ok = text[i] >= '0' && text[i] <= '9' && v <= (max - digit) / 10;
+    if (ok) v = v * 10 + digit;
   }
-  if (used != text.size() || text.empty() || v < 0)
-    throw ParseError(path, 0, "__metadata__ '" + key + "' is '" + text + "', expected a non-negative integer");
+  if (!ok)
+    throw ParseError(path, 0, "__metadata__ '" + key + "' is '" + text +
+                                  "', expected a non-negative integer of at most " + std::to_string(max));
   return v;
+}
+
+inline std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+inline const char* non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf"; }
+
+// Index of the first NaN or infinity of data[0, n), or -1.
+template <class Scalar>
+Index first_non_finite(const Scalar* data, Index n) {
+  for (Index i = 0; i < n; ++i)
+    if (!std::isfinite(data[i])) return i;
+  return -1;
+}
+
+// Throws unless data[0, n) is finite or `allowed` (see the file comment).
+template <class Scalar>
+void check_finite_for_save(const char* fn, const std::string& what, const Scalar* data, Index n, bool allowed) {
+  if (allowed) return;
+  const Index i = first_non_finite(data, n);
+  if (i < 0) return;
+  throw Error(std::string(fn) + ": " + what + " element " + std::to_string(i) + " is " +
+              non_finite_name(static_cast<double>(data[i])) +
+              "; nothing was written (set CheckpointSaveOptions::allow_non_finite to keep a diverged run)");
 }
 
 // Copies tensor `name` into out[0, p.size()) after checking its dtype, shape
@@ -114,26 +168,41 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
     throw ParseError(path, 0, "shape mismatch: tensor '" + name + "' is " + safetensors_detail::shape_text(t.shape) +
                                   ", expected " + safetensors_detail::shape_text(shape_of(p)) + " (a " +
                                   std::to_string(p.rows) + "x" + std::to_string(p.cols) + " parameter)");
+  const bool same = t.dtype == want;
   for (Index i = 0; i < p.size(); ++i) {
-    const Scalar v = t.get<Scalar>(static_cast<std::size_t>(i));
-    if (!std::isfinite(v))
-      throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite");
+    // The model's own dtype is copied bit for bit (NaN payloads included);
+    // another goes through double, which holds F16, F32 and F64 exactly.
+    const double wide = same ? 0.0 : t.get<double>(static_cast<std::size_t>(i));
+    const Scalar v = same ? t.get<Scalar>(static_cast<std::size_t>(i)) : static_cast<Scalar>(wide);
+    if (!std::isfinite(v)) {
+      if (!same && std::isfinite(wide))
+        throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
+                                      " overflows the model's " + safetensors_dtype_name(want) + " (convert_dtype)");
+      if (!options.allow_non_finite)
+        throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite (" +
+                                      non_finite_name(static_cast<double>(v)) +
+                                      "; set CheckpointLoadOptions::allow_non_finite to load a diverged run)");
+    }
     out[i] = v;
   }
 }
 
 }  // namespace checkpoint_detail
 
-// Writes parameters (laid out by `infos`), the optimiser's state (none when
-// `optimizer` is null) and `step` to `path` (through a temporary file).
-// Scalar is deduced from the optimiser; with a null one, name it:
-// save_checkpoint<double>(...).
+// The checkpoint of parameters (laid out by `infos`), the optimiser's state
+// (none when `optimizer` is null) and `step`, as save_checkpoint writes it:
+// for a caller that stores the bytes itself (serialize_safetensors).
+// Throws Error, naming the tensor and element, for NaN or infinity unless
+// options.allow_non_finite. Scalar is deduced from the optimiser; with a
+// null one, name it: make_checkpoint<double>(...).
 template <class Scalar>
-void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
-                     const Eigen::Ref<const typename Optimizer<Scalar>::Vector>& values,
-                     const Optimizer<Scalar>* optimizer, long long step,
-                     const std::map<std::string, std::string>& extra = {}) {
+SafetensorsFile make_checkpoint(const std::vector<ParameterInfo>& infos,
+                                const Eigen::Ref<const typename Optimizer<Scalar>::Vector>& values,
+                                const Optimizer<Scalar>* optimizer, long long step,
+                                const std::map<std::string, std::string>& extra = {},
+                                const CheckpointSaveOptions& options = {}) {
   namespace d = checkpoint_detail;
+  constexpr const char* fn = "save_checkpoint";
   if (step < 0) throw Error("save_checkpoint: step must be >= 0, got " + std::to_string(step));
   SafetensorsFile file;
   for (const auto& kv : extra) {
@@ -147,7 +216,9 @@ void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& 
   file.metadata["step"] = std::to_string(step);
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const ParameterInfo& p = infos[i];
-    check_parameter_span("save_checkpoint", i, p, values.size());
+    check_parameter_span(fn, i, p, values.size());
+    d::check_finite_for_save(fn, "parameter '" + p.name + "'", values.data() + p.offset, p.size(),
+                             options.allow_non_finite);
     if (!file.tensors.emplace(p.name, SafeTensor::from(values.data() + p.offset, d::shape_of(p))).second)
       throw Error("save_checkpoint: parameter name '" + p.name + "' appears twice");
   }
@@ -161,11 +232,17 @@ void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& 
     const auto& state = optimizer->state();
     for (std::size_t s = 0; s < names.size(); ++s) {
       // Before the first step the state is all zeros (not yet allocated).
-      const bool have = s < state.size() && state[s].size() == values.size();
+      const bool have = s < state.size();
+      if (have && state[s].size() != values.size())
+        throw Error("save_checkpoint: the optimizer's '" + names[s] + "' state holds " +
+                    std::to_string(state[s].size()) + " entries, the parameters " + std::to_string(values.size()) +
+                    ": it belongs to another model");
       for (const ParameterInfo& p : infos) {
         if (!p.trainable) continue;
         const std::string name = "optimizer." + names[s] + "." + p.name;
         if (have) {
+          d::check_finite_for_save(fn, "optimizer state '" + name + "'", state[s].data() + p.offset, p.size(),
+                                   options.allow_non_finite);
           file.tensors[name] = SafeTensor::from(state[s].data() + p.offset, d::shape_of(p));
         } else {
           const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> zeros = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>::Zero(p.size());
@@ -174,23 +251,44 @@ void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& 
       }
     }
   }
-  save_safetensors(path, file);
+  return file;
+}
+
+template <class Scalar>
+SafetensorsFile make_checkpoint(const ParameterStore<Scalar>& store, const Optimizer<Scalar>* optimizer, long long step,
+                                const std::map<std::string, std::string>& extra = {},
+                                const CheckpointSaveOptions& options = {}) {
+  return make_checkpoint<Scalar>(store.infos(), store.values(), optimizer, step, extra, options);
+}
+
+// Writes make_checkpoint(...) to `path` atomically (through a temporary
+// file): when it throws, a previous file under `path` is left as it was.
+template <class Scalar>
+void save_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
+                     const Eigen::Ref<const typename Optimizer<Scalar>::Vector>& values,
+                     const Optimizer<Scalar>* optimizer, long long step,
+                     const std::map<std::string, std::string>& extra = {},
+                     const CheckpointSaveOptions& options = {}) {
+  save_safetensors(path, make_checkpoint<Scalar>(infos, values, optimizer, step, extra, options));
 }
 
 template <class Scalar>
 void save_checkpoint(const std::string& path, const ParameterStore<Scalar>& store, const Optimizer<Scalar>* optimizer,
-                     long long step, const std::map<std::string, std::string>& extra = {}) {
-  save_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, step, extra);
+                     long long step, const std::map<std::string, std::string>& extra = {},
+                     const CheckpointSaveOptions& options = {}) {
+  save_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, step, extra, options);
 }
 
 // Weights only, each rounded to F16 (half the bytes of F32): for shipping a
 // trained model, not for resuming training (no optimiser state, step 0).
-// Metadata as save_checkpoint's, with dtype "F16". Every value must lie
-// within F16's range (|v| < 65520), else Error naming the tensor. Loads with
-// CheckpointLoadOptions::convert_dtype into a float or double model.
+// Metadata as save_checkpoint's, with dtype "F16". Every finite value must
+// lie within F16's range (|v| < 65520), else Error naming the tensor; NaN and
+// infinity as in save_checkpoint (refused unless options.allow_non_finite).
+// Loads with CheckpointLoadOptions::convert_dtype into a float or double model.
 template <class Scalar>
 void save_weights_half(const std::string& path, const ParameterStore<Scalar>& store,
-                       const std::map<std::string, std::string>& extra = {}) {
+                       const std::map<std::string, std::string>& extra = {},
+                       const CheckpointSaveOptions& options = {}) {
   namespace d = checkpoint_detail;
   SafetensorsFile file;
   for (const auto& kv : extra) {
@@ -207,6 +305,8 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
   for (int i = 0; i < store.count(); ++i) {
     const ParameterInfo& p = store.info(i);
     const auto v = store.value(i);
+    d::check_finite_for_save("save_weights_half", "parameter '" + p.name + "'", v.data(), p.size(),
+                             options.allow_non_finite);
     staged.assign(v.data(), v.data() + p.size());
     bool finite = true;
     file.tensors[p.name] = SafeTensor::half_from(staged.data(), d::shape_of(p), &finite);
@@ -216,15 +316,17 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
 }
 
 // Restores parameters (and the optimiser's state and step count, when
-// `optimizer` is not null) from `path`; returns the step and the metadata.
-// Nothing is changed when it throws (ParseError "PATH: reason").
+// `optimizer` is not null) from a parsed checkpoint; `source` names it in
+// errors. Returns the step and the metadata. Nothing is changed when it
+// throws (ParseError "SOURCE: reason").
 template <class Scalar>
-CheckpointInfo load_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
-                               Eigen::Ref<typename Optimizer<Scalar>::Vector> values,
-                               Optimizer<Scalar>* optimizer, const CheckpointLoadOptions& options = {}) {
+CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& source,
+                               const std::vector<ParameterInfo>& infos,
+                               Eigen::Ref<typename Optimizer<Scalar>::Vector> values, Optimizer<Scalar>* optimizer,
+                               const CheckpointLoadOptions& options = {}) {
   namespace d = checkpoint_detail;
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-  const SafetensorsFile file = load_safetensors(path);
+  const std::string& path = source;
   const auto meta = [&](const std::string& key) -> const std::string* {
     const auto it = file.metadata.find(key);
     return it == file.metadata.end() ? nullptr : &it->second;
@@ -254,7 +356,7 @@ CheckpointInfo load_checkpoint(const std::string& path, const std::vector<Parame
                                     optimizer->kind() + "'");
     const std::string* steps = meta("optimizer.steps");
     if (steps == nullptr) throw ParseError(path, 0, "__metadata__ has no 'optimizer.steps'");
-    optimizer_steps = d::parse_count(path, "optimizer.steps", *steps);
+    optimizer_steps = d::parse_count(path, "optimizer.steps", *steps, Optimizer<Scalar>::kMaxSteps);
     for (const std::string& s : optimizer->state_names()) {
       state.push_back(Vector::Zero(values.size()));
       for (const ParameterInfo& p : infos) {
@@ -277,6 +379,20 @@ CheckpointInfo load_checkpoint(const std::string& path, const std::vector<Parame
   values = staged;
   if (optimizer != nullptr) optimizer->restore(std::move(state), optimizer_steps);
   return info;
+}
+
+template <class Scalar>
+CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& source, ParameterStore<Scalar>& store,
+                               Optimizer<Scalar>* optimizer, const CheckpointLoadOptions& options = {}) {
+  return load_checkpoint<Scalar>(file, source, store.infos(), store.values(), optimizer, options);
+}
+
+// The same from the file at `path` (errors "PATH: reason").
+template <class Scalar>
+CheckpointInfo load_checkpoint(const std::string& path, const std::vector<ParameterInfo>& infos,
+                               Eigen::Ref<typename Optimizer<Scalar>::Vector> values,
+                               Optimizer<Scalar>* optimizer, const CheckpointLoadOptions& options = {}) {
+  return load_checkpoint<Scalar>(load_safetensors(path), path, infos, values, optimizer, options);
 }
 
 template <class Scalar>
