@@ -89,6 +89,17 @@ awk -F '\t' -v OFS='\t' '$1 ~ /^[0-9]+$/ { $7 = "_" } { print }' "$out/variant-e
 # A BOM at the start of a later sentence (only the file's first line may have one).
 { cat "$s1"; printf '\357\273\277'; cat "$s2"; } > "$out/variant-bom-later.conllu"
 
+# Long sentences for the batching target (fuzz/fuzz_batch.cpp), beyond what
+# mutation reaches: a 140-word chain (depth 139, so int8 distances
+# saturate at 127 and the saturating kernels run; over 60 words, so outside
+# the training subset) and a 140-word star (every word a child of word 1).
+awk 'BEGIN { print "# sent_id = deep-chain"; for (i = 1; i <= 140; i++)
+  printf "%d\tw%d\t_\tX\t_\t_\t%d\t%s\t_\t_\n", i, i % 7, i - 1, (i == 1 ? "root" : "dep:chain"); print "" }' \
+  > "$out/variant-deep-chain.conllu"
+awk 'BEGIN { print "# sent_id = wide-star"; for (i = 1; i <= 140; i++)
+  printf "%d\tw%d\t_\tX\t_\t_\t%d\t%s\t_\t_\n", i, i % 5, (i == 1 ? 0 : 1), (i == 1 ? "root" : "dep"); print "" }' \
+  > "$out/variant-wide-star.conllu"
+
 # Token text (parse::read_token_text): one sentence a line, tokens between
 # spaces and tabs. Made from the sample's forms, then the oddities it
 # accepts (CRLF, BOM, blank lines, tabs, no final newline, UTF-8) and
