@@ -326,7 +326,7 @@ TEST_CASE("saving NaN or infinity is refused naming the tensor and element, leav
   }
 }
 
-TEMPLATE_TEST_CASE("a diverged run saved on purpose round-trips NaN and infinity bit for bit; a default load refuses it",
+TEMPLATE_TEST_CASE("a diverged run saved on purpose round-trips NaN and inf bit for bit; a default load refuses it",
                    "[checkpoint][non-finite]", float, double) {
   using Vector = Eigen::Matrix<TestType, Eigen::Dynamic, 1>;
   const synattn_test::TempDir dir("synattn_ckpt_nan");
