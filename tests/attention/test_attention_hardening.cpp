@@ -96,9 +96,15 @@ TEST_CASE("backward refuses a cache filled by a layer of other shape or options,
   CHECK_THROWS_WITH(other.backward(filled.cache, dout, dx), Contains(c.names));
   Eigen::VectorXd grads = Eigen::VectorXd::Zero(other.parameter_count());
   CHECK_THROWS_AS(static_cast<const Layer&>(other).backward(filled.cache, dout, dx, grads), synattn::Error);
-  // The layer that filled it (or an identical one) still accepts it.
+  // An identical layer is refused too (it holds other weights), and nothing
+  // is written; the layer that filled the cache accepts it, once.
   Layer twin(a);
-  CHECK_NOTHROW(twin.backward(filled.cache, dout, dx));
+  CHECK_THROWS_WITH(twin.backward(filled.cache, dout, dx), Contains("filled by another layer"));
+  CHECK(twin.gradients().isZero(0));
+  Layer copy = filled.layer;
+  CHECK_THROWS_WITH(copy.backward(filled.cache, dout, dx), Contains("filled by another layer"));
+  CHECK_NOTHROW(filled.layer.backward(filled.cache, dout, dx));
+  CHECK_THROWS_WITH(filled.layer.backward(filled.cache, dout, dx), Contains("already run on this cache"));
 }
 
 TEST_CASE("backward_cross refuses a cache from a cross layer of other shape", "[attention][cache][errors]") {

@@ -348,11 +348,16 @@ TEST_CASE("one layer serves several batches through separate caches", "[attentio
     layer.zero_grad();
     CHECK(same_bits(layer.backward(c, ga), ra.dx));
   }
-  SECTION("gradients accumulate until zero_grad") {
+  SECTION("gradients accumulate until zero_grad; a cache serves one backward") {
     Layer::Cache c;
     layer.zero_grad();
     layer.forward(xa, la, ba, c);
     layer.backward(c, ga);
+    // Once more on the used cache: refused, and the gradients are as they were.
+    const MatrixD once = layer.gradients();
+    CHECK_THROWS_WITH(layer.backward(c, ga), Catch::Contains("backward() has already run on this cache"));
+    CHECK(same_bits(MatrixD(layer.gradients()), once));
+    layer.forward(xa, la, ba, c);
     layer.backward(c, ga);
     CHECK((MatrixD(layer.gradients()) - 2 * ra.grads).cwiseAbs().maxCoeff() <= 1e-13 * ra.grads.cwiseAbs().maxCoeff());
     layer.zero_grad();

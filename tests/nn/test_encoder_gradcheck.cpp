@@ -125,10 +125,37 @@ TEST_CASE("EncoderLayer: backward with dy a view into dx's buffer gives the sepa
     MatrixD scratch = MatrixD::Zero(20, 6);  // more rows than dx needs
     scratch.topRows(8) = dy;
     layer.zero_grad();
+    layer.forward(x, lengths, buckets, cache, y, nullptr);  // a cache serves one backward
     layer.backward(cache, scratch.topRows(8), scratch);
     INFO((pre ? "pre-norm" : "post-norm"));
     CHECK(scratch == want);
   }
+}
+
+TEST_CASE("EncoderLayer and Encoder: backward refuses another's cache of the same shape, and a used one",
+          "[nn][encoder][cache][errors]") {
+  using Catch::Contains;
+  EncoderOptions o;
+  o.layers = 2;
+  o.layer.attention = AttentionOptions(6, 2);
+  o.layer.d_ff = 10;
+  Encoder<double> encoder(o), twin(o);
+  const std::vector<int> lengths{4, 3};
+  const Buckets buckets = make_buckets(lengths, 4, 11);
+  const MatrixD x = random_matrix(8, 6, 3), dy = random_matrix(8, 6, 4);
+  MatrixD dx, y(8, 6);
+  EncoderCache<double> cache;
+  encoder.forward(x, lengths, buckets, cache, nullptr);
+  CHECK_THROWS_WITH(twin.backward(cache, dy, dx), Contains("Encoder::backward: the cache was filled by another"));
+  CHECK_THROWS_WITH(twin.layer(1).backward(cache.layers[1], dy, dx),
+                    Contains("EncoderLayer::backward: the cache was filled by another"));
+  CHECK_THROWS_WITH(encoder.backward(cache, random_matrix(7, 6, 5), dx), Contains("the forward's output"));
+  encoder.zero_grad();
+  encoder.backward(cache, dy, dx);
+  CHECK_THROWS_WITH(encoder.backward(cache, dy, dx), Contains("already run on this cache"));
+  CHECK_THROWS_WITH(encoder.layer(0).backward(cache.layers[0], dy, dx), Contains("already run on this cache"));
+  EncoderLayerCache<double> empty;
+  CHECK_THROWS_WITH(encoder.layer(0).backward(empty, dy, dx), Contains("holds no forward pass"));
 }
 
 namespace {

@@ -399,3 +399,79 @@ TEST_CASE("argmax_predictions and count_correct count only counted tokens", "[nn
   labels[2] = -100;
   CHECK(count_correct(pred, labels, {2, 1}) == 1);
 }
+
+TEST_CASE("LayerNorm and FeedForward: backward refuses another layer's cache and a used one, writing nothing",
+          "[nn][cache][errors]") {
+  using Catch::Contains;
+  const MatrixD x = random_matrix(4, 5, 31), R = random_matrix(4, 5, 32);
+  SECTION("LayerNorm") {
+    LayerNorm<double> ln(5), twin(5), wider(7);
+    MatrixD y(4, 5), dx(4, 5);
+    LayerNormCache<double> cache;
+    ln.forward(x, cache, y);
+    // A cache of another width once read past its rows (heap overflow).
+    MatrixD y7(4, 7), dx7(4, 7), R7 = random_matrix(4, 7, 33);
+    CHECK_THROWS_WITH(wider.backward(cache, R7, dx7), Contains("filled by another layer"));
+    CHECK_THROWS_WITH(twin.backward(cache, R, dx), Contains("filled by another layer"));
+    LayerNorm<double> copy = ln;
+    CHECK_THROWS_WITH(copy.backward(cache, R, dx), Contains("filled by another layer"));
+    CHECK(wider.parameter_store().gradients().isZero(0));
+    CHECK(twin.parameter_store().gradients().isZero(0));
+    LayerNormCache<double> empty;
+    CHECK_THROWS_WITH(ln.backward(empty, R, dx), Contains("holds no forward pass"));
+    ln.zero_grad();
+    ln.backward(cache, R, dx);
+    const MatrixD once = ln.parameter_store().gradients();
+    CHECK_THROWS_WITH(ln.backward(cache, R, dx), Contains("already run on this cache"));
+    CHECK(MatrixD(ln.parameter_store().gradients()) == once);
+    // A move carries the identity: the moved-to layer owns the cache's pass.
+    ln.forward(x, cache, y);
+    LayerNorm<double> moved = std::move(ln);
+    CHECK_NOTHROW(moved.backward(cache, R, dx));
+  }
+  SECTION("FeedForward") {
+    FeedForward<double> ffn(5, 6, Activation::GELU, 0.0, RandomStream(1)), twin(5, 6, Activation::GELU, 0.0,
+                                                                                 RandomStream(1));
+    FeedForwardCache<double> cache;
+    MatrixD y(4, 5), dx;
+    ffn.forward(x, cache, y, nullptr, 4);
+    CHECK_THROWS_WITH(twin.backward(x, cache, R, dx), Contains("filled by another layer"));
+    CHECK(twin.linear2().weight_gradient().isZero(0));
+    // A wrong x is refused before linear2's gradients are written.
+    ffn.zero_grad();
+    const MatrixD short_x = random_matrix(3, 5, 34);
+    CHECK_THROWS_WITH(ffn.backward(short_x, cache, R, dx), Contains("the forward's shape"));
+    CHECK(ffn.linear2().weight_gradient().isZero(0));
+    ffn.backward(x, cache, R, dx);
+    CHECK_THROWS_WITH(ffn.backward(x, cache, R, dx), Contains("already run on this cache"));
+  }
+}
+
+TEST_CASE("LayerNorm<float>: rows whose squares overflow float are normalised, not replaced by the bias",
+          "[nn][layernorm][nan]") {
+  // Deviations of ~1e20..3e38: the sum of squares (and for the largest, the
+  // sum) overflows float; the result must match the double computation.
+  LayerNorm<float> ln(4);
+  ln.bias().setConstant(0.25f);
+  RowMajorMatrix<float> x(3, 4), y(3, 4);
+  x << 1e20f, -1e20f, 3e20f, 0.0f,  //
+      3e38f, -3e38f, 3e38f, -3e38f,    //
+      3.4e38f, 3.4e38f, 3.3e38f, 3.4e38f;
+  LayerNormCache<float> cache;
+  ln.forward(x, cache, y);
+  for (Index r = 0; r < 3; ++r) {
+    const Eigen::RowVectorXd xr = x.row(r).cast<double>();
+    const double mean = xr.mean();
+    const double var = (xr.array() - mean).square().mean();
+    for (Index c = 0; c < 4; ++c) {
+      const double want = (xr(c) - mean) / std::sqrt(var + 1e-5) + 0.25;
+      INFO("row " << r << ", column " << c);
+      CHECK(double(y(r, c)) == Approx(want).epsilon(1e-5).margin(1e-5));
+    }
+  }
+  // Non-finite input still propagates (LayerNorm is a building block; the
+  // model and the attention layer refuse it, docs/user-guide.md).
+  x(0, 0) = std::numeric_limits<float>::infinity();
+  ln.forward(x, cache, y);
+  CHECK(std::isnan(y(0, 1)));
+}

@@ -338,3 +338,72 @@ TEST_CASE("Tagger: a tiny model overfits 20 sequences with plain SGD", "[nn][tag
   for (Index t = 0; t < b.labels.size(); ++t) counted += b.labels[t] != kIgnoreLabel;
   CHECK(count_correct(pred, b.labels, b.lengths) > 0.95 * counted);
 }
+
+// A tagger's backward used to accept another same-shape model's cache, and
+// to add the gradients again on a second call; a NaN classifier weight threw
+// only in backward, after the classifier's gradients were written.
+TEST_CASE("Tagger: backward refuses another model's cache and a used one, before writing any gradient",
+          "[nn][tagger][cache][errors]") {
+  using Catch::Contains;
+  const Batch b = make_batch(2, 5, 20, 3, 4, 5);
+  SyntaxTransformerTagger<double> model(options()), twin(options());  // same shape, same initial values
+  TaggerCache<double> c;
+  model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
+  model.loss(c, b.labels);
+  model.zero_grad();
+  twin.zero_grad();
+  CHECK_THROWS_WITH(twin.backward(c), Contains("the cache was filled by another layer or model"));
+  CHECK_THROWS_WITH(twin.loss(c, b.labels), Contains("the cache was filled by another layer or model"));
+  CHECK(twin.gradients().isZero(0));
+  SyntaxTransformerTagger<double> copy = model;
+  CHECK_THROWS_WITH(copy.backward(c), Contains("filled by another layer or model (or by this one before it was"));
+  model.backward(c);
+  const Eigen::VectorXd once = model.gradients();
+  CHECK_THROWS_WITH(model.backward(c), Contains("backward() has already run on this cache"));
+  CHECK(model.gradients() == once);
+  // The loss may still be read; a new forward makes the cache usable again.
+  CHECK_NOTHROW(model.loss(c, b.labels));
+  model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
+  model.loss(c, b.labels);
+  CHECK_NOTHROW(model.backward(c));
+  CHECK((model.gradients() - 2 * once).cwiseAbs().maxCoeff() <= 1e-12 * once.cwiseAbs().maxCoeff());
+  TaggerCache<double> fresh;
+  CHECK_THROWS_WITH(model.backward(fresh), Contains("holds no forward pass"));
+}
+
+TEST_CASE("Tagger: non-finite parameters and logits are named in forward; NaN dropout is refused",
+          "[nn][tagger][nan][errors]") {
+  using Catch::Contains;
+  const Batch b = make_batch(2, 5, 20, 3, 6, 5);
+  SECTION("a NaN classifier weight") {
+    SyntaxTransformerTagger<double> model(options());
+    model.parameter("classifier.weight")(1, 2) = std::nan("");
+    TaggerCache<double> c;
+    model.zero_grad();
+    CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+                      Contains("SyntaxTransformerTagger::forward: parameter classifier.weight(1, 2) = nan"));
+    CHECK_THROWS_WITH(model.backward(c), Contains("holds no forward pass"));
+    CHECK(model.gradients().isZero(0));
+    TaggerOptions off = options();
+    off.attention.check_finite = false;  // then NaN propagates, as IEEE arithmetic has it
+    SyntaxTransformerTagger<double> unchecked(off);
+    unchecked.parameter("classifier.weight")(1, 2) = std::nan("");
+    CHECK(std::isnan(unchecked.forward(b.ids, b.lengths, b.buckets, c, nullptr)(0, 1)));
+  }
+  SECTION("logits that overflow float") {
+    SyntaxTransformerTagger<float> model(options());
+    model.parameter("norm.bias").setOnes();  // the final rows sum to about d = 8
+    model.parameter("classifier.weight").row(0).setConstant(3e38f);
+    TaggerCache<float> c;
+    CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+                      Contains("logits(0, 0) = inf is not finite (sequence 0, position 0): the model overflowed"));
+  }
+  SECTION("a per-site dropout of NaN is refused, not read as unset") {
+    TaggerOptions o = options();
+    o.ffn_hidden_dropout = std::nan("");
+    CHECK_THROWS_WITH(SyntaxTransformerTagger<double>(o), Contains("TaggerOptions.ffn_hidden_dropout"));
+    o = options();
+    o.dropout = std::nan("");
+    CHECK_THROWS_WITH(SyntaxTransformerTagger<double>(o), Contains("TaggerOptions.dropout"));
+  }
+}

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
@@ -102,6 +103,7 @@ class AttentionCache {
   bool inference_ = false;  // last used as infer()'s workspace: nothing to differentiate
   bool cross_ = false;
   AttentionFingerprint fingerprint_;
+  CacheStamp stamp_;  // which layer filled it, and whether backward() has used it (util/layer_identity.hpp)
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
   int heads_ = 0;
   std::vector<int> lengths_q_, lengths_kv_;

@@ -28,7 +28,12 @@
 // forward() is const and writes everything backward() needs into a caller's
 // AttentionCache, so one layer can serve concurrent batches. backward() adds
 // the parameter gradients into the layer's gradient buffer (or a caller's, for
-// concurrent backward passes) and overwrites the input gradients.
+// concurrent backward passes) and overwrites the input gradients. A cache
+// serves one backward(): backward() refuses a cache this layer did not fill
+// (another layer's, even of the same shape, or one filled before this layer
+// was copied or assigned) and one it has already used, whose gradients it
+// would add twice (util/layer_identity.hpp); it checks everything before it
+// writes anything.
 //
 // Non-finite values (docs/math.md 4.5): with options.check_finite (the
 // default) forward passes refuse NaN/inf inputs and parameters and finite
@@ -300,6 +305,7 @@ class SyntaxBiasedAttention {
   Scalar inv_sqrt_dk_ = 1;
   ParameterStore<Scalar> store_;
   Ids id_;
+  LayerIdentity identity_;  // stamped on every cache this layer fills
 };
 
 }  // namespace synattn

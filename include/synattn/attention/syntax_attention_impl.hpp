@@ -176,6 +176,9 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
   if (c.fingerprint_ != mine)
     throw Error(error_prefix(fn) + "the cache was filled by a layer with " + c.fingerprint_.describe() +
                 "; this layer has " + mine.describe());
+  // Same shape is not enough: another layer's cache holds its Q, K and V, and
+  // a used one would add its gradients a second time.
+  c.stamp_.check(fn, identity_);
   attention_detail::check_shape(fn, "dout", dout.rows(), dout.cols(), c.batch_ * c.n_q_, options_.d_model);
   if (options_.check_finite) attention_detail::check_finite_tokens<Scalar>(fn, "dout", dout, c.n_q_);
   if (gradient_size != store_.size())
@@ -245,6 +248,7 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   const Index h = options_.heads;
   const bool mixing = options_.talking_heads_pre || options_.talking_heads_post;
   c.filled_ = false;
+  c.stamp_.clear();
   c.inference_ = !training;
   c.cross_ = cross;
   c.fingerprint_ = fingerprint(kind);
@@ -302,6 +306,7 @@ void SyntaxBiasedAttention<Scalar>::forward_self(const Eigen::Ref<const Matrix>&
   if (options_.syntax_bias) cache.buckets_ = buckets;
   forward_core(fn, cache, x, nullptr, buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
+  cache.stamp_.stamp(identity_);
 }
 
 template <class Scalar>
@@ -424,6 +429,7 @@ void SyntaxBiasedAttention<Scalar>::forward_cross_impl(const Eigen::Ref<const Ma
   if (options_.syntax_bias) cache.buckets_ = buckets;
   forward_core(fn, cache, x_q, &memory, buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
+  cache.stamp_.stamp(identity_);
 }
 
 template <class Scalar>
@@ -749,6 +755,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
                                                   Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
                                                   Scalar* grads) const {
   const attention_detail::BlockGeometry g = geometry(c);
+  c.stamp_.mark_used();  // check_backward() passed: nothing is written before this
   output_projection_backward(c, dout, grads);
   c.dqkv_.resize(c.qkv_.rows(), c.qkv_.cols());
   c.dkv_.resize(c.kv_.rows(), c.kv_.cols());

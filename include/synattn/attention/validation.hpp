@@ -20,6 +20,7 @@
 #include "../bias/bias_table.hpp"
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/finite.hpp"
 #include "../util/parameters.hpp"
 #include "blocks.hpp"
 #include "options.hpp"
@@ -100,38 +101,9 @@ inline void check_buckets(const char* fn, const Eigen::Ref<const RowMajorMatrix<
     }
 }
 
-// True when all n scalars from p on are finite: all_finite's test over
-// contiguous storage, with 32 independent sums, since a single sum's chain of
-// dependent adds (which the compiler may not reassociate) bounds the pass at
-// one vector add per latency: 1.3 instead of 2.5 us for 128 KB in L2, 17
-// instead of 21 us for the 1 MB of weights a (256-wide) layer's parameter
-// check reads on every forward (AVX2, Zen 3).
-template <class Scalar>
-bool all_finite_contiguous(const Scalar* p, Index n) noexcept {
-  constexpr int kSums = 32;
-  Scalar sums[kSums] = {};
-  Index i = 0;
-  for (; i + kSums <= n; i += kSums)
-    for (int j = 0; j < kSums; ++j) sums[j] += p[i + j] * Scalar(0);
-  Scalar total = 0;
-  for (; i < n; ++i) total += p[i] * Scalar(0);
-  for (int j = 0; j < kSums; ++j) total += sums[j];
-  return std::isfinite(total);
-}
-
-// True when every entry of m is finite. x * 0 is NaN exactly where x is NaN or
-// infinite, and a sum with a NaN term is NaN: one vectorised pass (Eigen's
-// allFinite() is ~30x slower); over contiguous storage, all_finite_contiguous.
-template <class Derived>
-bool all_finite(const Eigen::DenseBase<Derived>& m) {
-  using Scalar = typename Derived::Scalar;
-  const Derived& d = m.derived();
-  if constexpr ((Derived::Flags & Eigen::DirectAccessBit) != 0) {
-    if (d.innerStride() == 1 && (d.outerStride() == d.innerSize() || d.outerSize() <= 1))
-      return all_finite_contiguous(d.data(), d.size());
-  }
-  return std::isfinite((d.array() * Scalar(0)).sum());
-}
+// The shared finiteness tests (util/finite.hpp), by their old names here.
+using synattn::all_finite;
+using synattn::all_finite_contiguous;
 
 // Token rows (batch * n, width) of input or upstream gradient `name`: throws
 // at the first non-finite element, naming its sequence and position.
@@ -156,17 +128,7 @@ const char* scalar_name() noexcept {
 // matrices): throws at the first non-finite element, naming the parameter.
 template <class Scalar>
 void check_finite_parameters(const char* fn, const ParameterStore<Scalar>& store) {
-  for (int id = 0; id < store.count(); ++id) {
-    const ParameterInfo& p = store.info(id);
-    const Eigen::Map<const RowMajorMatrix<Scalar>> v(store.value_data(id), p.rows, p.cols);
-    if (all_finite(v)) continue;
-    for (Index r = 0; r < p.rows; ++r)
-      for (Index c = 0; c < p.cols; ++c)
-        if (!std::isfinite(v(r, c)))
-          throw Error(error_prefix(fn) + "parameter " + p.name + "(" + std::to_string(r) + ", " + std::to_string(c) +
-                      ") = " + std::to_string(v(r, c)) +
-                      " is not finite (options.check_finite is on; with it off NaN propagates to the output)");
-  }
+  synattn::check_finite_parameters(fn, store, " (options.check_finite is on; with it off NaN propagates to the output)");
 }
 
 // The bias s * T[row, b] the kernels add, formed in Scalar like theirs: each

@@ -14,6 +14,7 @@
 #include "../error.hpp"
 #include "../kernels/dropout_rows.hpp"
 #include "../matrix.hpp"
+#include "../util/finite.hpp"
 #include "../util/parallel.hpp"
 #include "../util/random.hpp"
 
@@ -52,6 +53,16 @@ void fill_normal(Eigen::MatrixBase<Derived>&& m, const RandomStream& stream) {
 inline void require_not_moved_from(bool moved_from, const char* fn) {
   if (moved_from)
     throw Error(std::string(fn) + ": this model was moved from and holds no layers; assign it a model first");
+}
+
+// A whole model's non-finite checks (docs/user-guide.md, "Non-finite
+// values"): with options.attention.check_finite on (the default), forward()
+// names a non-finite parameter before using it, and a non-finite logit (an
+// overflow inside the model) before loss() or backward() can spread it.
+inline const char* const kModelFiniteHint = " (options.attention.check_finite is on)";
+template <class Scalar>
+void check_finite_logits(const char* fn, const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits, Index n) {
+  check_finite_rows<Scalar>(fn, "logits", logits, n, ": the model overflowed (options.attention.check_finite is on)");
 }
 
 enum class Activation { ReLU, GELU };

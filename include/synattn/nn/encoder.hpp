@@ -19,6 +19,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
 #include "encoder_layer.hpp"
 #include "layer_norm.hpp"
@@ -80,6 +81,7 @@ struct EncoderCache {
   std::vector<RowMajorMatrix<Scalar>> outputs;  // outputs[l]: layer l's output (tokens, d)
   LayerNormCache<Scalar> norm;
   RowMajorMatrix<Scalar> dbuf[2];               // backward ping-pong
+  CacheStamp stamp;                             // which encoder filled it (util/layer_identity.hpp)
 };
 
 template <class Scalar>
@@ -117,6 +119,7 @@ class Encoder {
   const Matrix& forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                         const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
     const std::size_t L = layers_.size();
+    c.stamp.clear();
     c.layers.resize(L);
     c.outputs.resize(L + (norm_.empty() ? 0 : 1));
     for (std::size_t l = 0; l < L; ++l) {
@@ -129,6 +132,7 @@ class Encoder {
       c.outputs[L].resize(x.rows(), x.cols());
       norm_[0].forward(c.outputs[L - 1], c.norm, c.outputs[L]);
     }
+    c.stamp.stamp(identity_);
     return c.outputs.back();
   }
 
@@ -137,11 +141,20 @@ class Encoder {
   // on_done(num_layers()) after the final norm (when there is one), then
   // on_done(l) after layer l, top to bottom. A data-parallel trainer uses it
   // to start reducing those gradients while lower layers are still being
-  // differentiated (mpi/data_parallel.hpp).
+  // differentiated (mpi/data_parallel.hpp). The cache must come from this
+  // encoder's last forward() with it, and is used once; all checks precede
+  // any write.
   void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx,
                 const std::function<void(int)>& on_done = {}) {
+    const char* fn = "Encoder::backward";
+    c.stamp.check(fn, identity_);
     const std::size_t L = layers_.size();
-    if (c.layers.size() != L) throw Error("Encoder::backward: the cache holds no forward pass of this encoder");
+    const Matrix& out = c.outputs.back();
+    if (dy.rows() != out.rows() || dy.cols() != out.cols())
+      throw Error(std::string(fn) + ": dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
+                  ", expected " + std::to_string(out.rows()) + "x" + std::to_string(out.cols()) +
+                  " (the forward's output)");
+    c.stamp.mark_used();
     Matrix* cur = &c.dbuf[0];
     Matrix* next = &c.dbuf[1];
     if (!norm_.empty()) {
@@ -177,6 +190,7 @@ class Encoder {
   std::vector<bool> biased_;
   std::vector<EncoderLayer<Scalar>> layers_;
   std::vector<LayerNorm<Scalar>> norm_;  // empty or one
+  LayerIdentity identity_;
 };
 
 }  // namespace nn

@@ -22,6 +22,7 @@
 #include "../attention/syntax_attention.hpp"
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
 #include "feed_forward.hpp"
@@ -66,6 +67,7 @@ struct EncoderLayerCache {
   bool dropout = false;
   RandomStream stream;
   Index rows_per_sequence = 1;  // the forward's padded length n: masks are keyed by (sequence, position)
+  CacheStamp stamp;             // which layer filled it (util/layer_identity.hpp)
 };
 
 template <class Scalar>
@@ -97,6 +99,7 @@ class EncoderLayer {
       throw Error("EncoderLayer::forward: x is " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
                   " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
                   std::to_string(d) + ")");
+    c.stamp.clear();
     c.dropout = stream != nullptr;
     if (stream) c.stream = *stream;
     // Padded length (the attention layer checks that the rows split evenly).
@@ -123,15 +126,19 @@ class EncoderLayer {
       c.ffn_out += c.ffn_in;                                          // h + Drop(FFN(h))
       norm2_.forward(c.ffn_out, c.norm2, y);                          // y = LN2(.)
     }
+    c.stamp.stamp(identity_);
   }
 
   // dy (tokens, d) -> dx (tokens, d); adds every parameter gradient. dx may
-  // be the matrix dy views.
+  // be the matrix dy views. The cache must come from this layer's last
+  // forward() with it, and is used once; all checks precede any write.
   void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+    c.stamp.check("EncoderLayer::backward", identity_);
     const Index tokens = dy.rows(), d = d_model();
     if (dy.cols() != d || tokens != c.ffn_in.rows())
       throw Error("EncoderLayer::backward: dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
                   ", expected " + std::to_string(c.ffn_in.rows()) + "x" + std::to_string(d) + " (the forward's shape)");
+    c.stamp.mark_used();
     // dx is written only at the end (dx = dh + df resizes it), after the
     // last read of dy: dx may be the matrix dy views.
     Matrix& dh = c.d1;  // dL/dh (tokens, d)
@@ -224,6 +231,7 @@ class EncoderLayer {
   SyntaxBiasedAttention<Scalar> attention_;
   LayerNorm<Scalar> norm1_, norm2_;
   FeedForward<Scalar> ffn_;
+  LayerIdentity identity_;
 };
 
 }  // namespace nn

@@ -10,6 +10,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parallel.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -26,6 +27,7 @@ struct FeedForwardCache {
   bool dropout = false;           // whether the forward pass dropped (then `stream` is its mask)
   RandomStream stream;
   Index rows_per_sequence = 1;    // the forward's padded length n (masks are keyed by sequence and position)
+  CacheStamp stamp;               // which layer filled it (util/layer_identity.hpp)
 };
 
 template <class Scalar>
@@ -53,6 +55,7 @@ class FeedForward {
   void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y, const RandomStream* stream,
                Index rows_per_sequence) const {
     const Index tokens = x.rows();
+    cache.stamp.clear();
     cache.pre.resize(tokens, hidden_dim());
     cache.hidden.resize(tokens, hidden_dim());
     linear1_.forward(x, cache.pre);
@@ -74,11 +77,21 @@ class FeedForward {
       if (cache.dropout) dropout_token_row(cache.stream, cache.rows_per_sequence, r, h, cols, threshold, keep_scale);
     });
     linear2_.forward(cache.hidden, y);
+    cache.stamp.stamp(identity_);
   }
 
   // Given the forward input x and dy (tokens, d): adds both linears'
-  // gradients; writes dx (tokens, d).
+  // gradients; writes dx (tokens, d). The cache must come from this layer's
+  // last forward() with it, and is used once; all checks precede any write.
   void backward(const Eigen::Ref<const Matrix>& x, Cache& cache, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+    const char* fn = "FeedForward::backward";
+    cache.stamp.check(fn, identity_);
+    const Index rows = cache.pre.rows();
+    if (x.rows() != rows || x.cols() != dim() || dy.rows() != rows || dy.cols() != dim())
+      throw Error(std::string(fn) + ": x and dy must be " + std::to_string(rows) + "x" + std::to_string(dim()) +
+                  " (the forward's shape), got " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
+                  " and " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()));
+    cache.stamp.mark_used();
     // dhidden (tokens, d_ff) = dy W2; dW2 += dy^T hidden
     linear2_.backward(cache.hidden, dy, &cache.dhidden);
     const Index tokens = cache.pre.rows(), cols = hidden_dim();
@@ -118,6 +131,7 @@ class FeedForward {
   Linear<Scalar> linear1_, linear2_;
   Activation activation_ = Activation::ReLU;
   double p_ = 0;
+  LayerIdentity identity_;
 };
 
 }  // namespace nn

@@ -12,17 +12,20 @@
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/parallel.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parameters.hpp"
 
 namespace synattn {
 namespace nn {
 
-// What backward needs: the normalised input and 1 / sqrt(var + eps) per row.
-// Buffers are reused across calls of the same shape.
+// What backward needs: the normalised input and 1 / sqrt(var + eps) per row,
+// and which layer filled it (util/layer_identity.hpp). Buffers are reused
+// across calls of the same shape.
 template <class Scalar>
 struct LayerNormCache {
   RowMajorMatrix<Scalar> xhat;                        // (tokens, d)
   Eigen::Matrix<Scalar, Eigen::Dynamic, 1> rstd;      // (tokens)
+  CacheStamp stamp;
 };
 
 template <class Scalar>
@@ -52,33 +55,54 @@ class LayerNorm {
                   " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
                   std::to_string(d_) + ")");
     const Index tokens = x.rows();
+    cache.stamp.clear();
     cache.xhat.resize(tokens, d_);
     cache.rstd.resize(tokens);
     const auto g = store_.value(weight_);
     const auto b = store_.value(bias_);
     const Scalar inv_d = Scalar(1) / Scalar(d_);
+    const Scalar eps = static_cast<Scalar>(eps_);
     parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
       const auto xr = x.row(r);
-      const Scalar mean = xr.sum() * inv_d;
+      Scalar mean = xr.sum() * inv_d;
+      // A sum of finite values near the type's largest overflows: average
+      // values divided first, which cannot (slower, so only then).
+      if (!std::isfinite(mean)) mean = (xr.array() * inv_d).sum();
       auto xh = cache.xhat.row(r);
       xh = xr.array() - mean;
       const Scalar var = xh.squaredNorm() * inv_d;
-      const Scalar rstd = Scalar(1) / std::sqrt(var + static_cast<Scalar>(eps_));
+      Scalar rstd = Scalar(1) / std::sqrt(var + eps);
+      if (!std::isfinite(var)) {
+        // The squares overflowed (|x - mean| above ~1.8e19 in float), which
+        // made rstd 0 and the row the bias. Scale by the largest deviation
+        // first, as LAPACK's nrm2 does: var = s^2 * mean((xh / s)^2).
+        const Scalar s = xh.cwiseAbs().maxCoeff();
+        if (std::isfinite(s) && s > 0) {
+          const Scalar scaled_var = (xh / s).squaredNorm() * inv_d;
+          rstd = Scalar(1) / (s * std::sqrt(scaled_var + eps / s / s));
+        }  // else x holds inf or NaN: NaN propagates as IEEE arithmetic has it
+      }
       xh *= rstd;
       cache.rstd[r] = rstd;
       y.row(r) = xh.cwiseProduct(g) + b;
     });
+    cache.stamp.stamp(identity_);
   }
 
   // dy (tokens, d) -> dx (tokens, d) (may alias dy); adds dweight += colsum(dy
   // * xhat), dbias += colsum(dy). With g = dy * weight:
   //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-  void backward(const Cache& cache, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx) {
+  // The cache must come from this layer's last forward() with it, and is
+  // used once (util/layer_identity.hpp); all checks precede any write.
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx) {
+    const char* fn = "LayerNorm::backward";
+    cache.stamp.check(fn, identity_);
     const Index tokens = cache.xhat.rows();
     if (dy.rows() != tokens || dy.cols() != d_ || dx.rows() != tokens || dx.cols() != d_)
-      throw Error("LayerNorm::backward: dy and dx must be " + std::to_string(tokens) + "x" + std::to_string(d_) +
+      throw Error(std::string(fn) + ": dy and dx must be " + std::to_string(tokens) + "x" + std::to_string(d_) +
                   " (the forward's shape), got " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
                   " and " + std::to_string(dx.rows()) + "x" + std::to_string(dx.cols()));
+    cache.stamp.mark_used();
     auto dg = store_.gradient(weight_);  // (1, d)
     auto db = store_.gradient(bias_);    // (1, d)
     // Parameter gradients first, serially in token order (fixed sums), since
@@ -111,6 +135,7 @@ class LayerNorm {
   double eps_ = 1e-5;
   ParameterStore<Scalar> store_;
   int weight_ = -1, bias_ = -1;
+  LayerIdentity identity_;
 };
 
 }  // namespace nn

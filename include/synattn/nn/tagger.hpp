@@ -52,6 +52,7 @@
 #include "../attention/syntax_attention.hpp"
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -74,7 +75,9 @@ struct TaggerOptions {
   bool pre_norm = true;
   bool final_norm = true;  // LayerNorm after the last layer
 
-  // Dropout: `dropout` at every site, unless a per-site value (>= 0) is set.
+  // Dropout: `dropout` at every site, unless a per-site value is set: any
+  // value but a negative one (unset) is that site's, so NaN is refused as
+  // a probability rather than read as unset.
   double dropout = 0.1;
   double embedding_dropout = -1;
   double attention_output_dropout = -1;
@@ -97,7 +100,7 @@ struct TaggerOptions {
   std::int32_t ignore_label = kIgnoreLabel;
   std::uint64_t seed = 1;
 
-  static double site(double specific, double all) { return specific >= 0 ? specific : all; }
+  static double site(double specific, double all) { return specific < 0 ? all : specific; }
 
   EncoderOptions encoder_options() const {
     EncoderOptions e;
@@ -135,6 +138,7 @@ struct TaggerCache {
   RandomStream stream;
   Index rows_per_sequence = 1;  // the forward's padded length n (embedding dropout is keyed by sequence, position)
   bool has_loss = false;
+  CacheStamp stamp;  // which model filled it (util/layer_identity.hpp)
 };
 
 template <class Scalar>
@@ -202,19 +206,30 @@ class SyntaxTransformerTagger {
 
   struct State {
     explicit State(const TaggerOptions& o)
-        : options(o),
+        : options((check_dropout_sites(o), o)),  // before the parts, which would name their own options
           embedding(o.vocab_size, o.d_model, RandomStream(o.seed).derive(1)),
           positions(o.d_model, o.max_length),
           encoder(o.encoder_options()),
-          classifier(o.d_model, o.num_classes, RandomStream(o.seed).derive(3), o.ignore_label) {
-      check_probability("TaggerOptions.embedding_dropout", TaggerOptions::site(o.embedding_dropout, o.dropout));
-    }
+          classifier(o.d_model, o.num_classes, RandomStream(o.seed).derive(3), o.ignore_label) {}
     TaggerOptions options;
     Embedding<Scalar> embedding;
     SinusoidalPositionalEncoding<Scalar> positions;
     Encoder<Scalar> encoder;
     TokenClassifier<Scalar> classifier;
     ParameterStore<Scalar> root;  // every parameter; the parts' stores are bound to it
+    LayerIdentity identity;       // new for a copy or an assignment: caches of the old model are refused
+
+    // Each site's resolved probability, named by the option that set it.
+    static void check_dropout_sites(const TaggerOptions& o) {
+      check_probability("TaggerOptions.dropout", o.dropout);
+      const std::pair<const char*, double> sites[] = {{"embedding_dropout", o.embedding_dropout},
+                                                      {"attention_output_dropout", o.attention_output_dropout},
+                                                      {"ffn_hidden_dropout", o.ffn_hidden_dropout},
+                                                      {"ffn_output_dropout", o.ffn_output_dropout},
+                                                      {"attention_dropout", o.attention_dropout}};
+      for (const auto& site : sites)
+        check_probability(std::string("TaggerOptions.") + site.first, TaggerOptions::site(site.second, o.dropout));
+    }
   };
 
   double embedding_dropout() const { return TaggerOptions::site(s_.options.embedding_dropout, s_.options.dropout); }
@@ -297,6 +312,11 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
     throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
                 std::to_string(buckets.cols()) + ", expected " + std::to_string(tokens.size()) + "x" +
                 std::to_string(n) + " (batch * n, n) since some layers have the syntax bias");
+  // One pass over the flat buffer (the attention layers check only their
+  // own): a NaN weight anywhere is named here, before it reaches a loss.
+  const bool check_finite = s_.options.attention.check_finite;
+  if (check_finite) check_finite_parameters(fn, s_.root, kModelFiniteHint);
+  c.stamp.clear();
   c.tokens = tokens;
   c.lengths = lengths;
   c.has_loss = false;
@@ -311,6 +331,8 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
   const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
   c.logits.resize(tokens.size(), s_.options.num_classes);
   s_.classifier.forward(h, c.logits);
+  if (check_finite) check_finite_logits<Scalar>(fn, c.logits, n);
+  c.stamp.stamp(s_.identity);
   return c.logits;
 }
 
@@ -318,6 +340,7 @@ template <class Scalar>
 LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const IdVector>& labels,
                                                  double normaliser) const {
   require_model("SyntaxTransformerTagger::loss");
+  c.stamp.check_filled("SyntaxTransformerTagger::loss", s_.identity);
   const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
   c.has_loss = true;
   return r;
@@ -325,8 +348,13 @@ LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<cons
 
 template <class Scalar>
 void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const GradientsReady& on_ready) {
-  require_model("SyntaxTransformerTagger::backward");
-  if (!c.has_loss) throw Error("SyntaxTransformerTagger::backward: call loss() on this cache first");
+  // Every check before the first gradient is written (the cache's owner,
+  // its loss, a second backward), so a refused call changes nothing.
+  const char* fn = "SyntaxTransformerTagger::backward";
+  require_model(fn);
+  c.stamp.check(fn, s_.identity);
+  if (!c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+  c.stamp.mark_used();
   s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
   if (on_ready) on_ready(stage_offset("classifier."));
   std::function<void(int)> layer_done;
