@@ -19,7 +19,17 @@
 // broadcast, and the ranks check that they agree: a fingerprint of model
 // shape, options and data (verify_agreement) and a hash of the parameter
 // bytes (verify_parameters). A mismatch throws the same mpi::Error on every
-// rank, naming the ranks and the first field that differs.
+// rank, naming the ranks and the first field that differs. Sizes are checked
+// by the entry points themselves, collectively, before any transfer depends
+// on them: the constructor (the model's number of values, then the ring's
+// buckets), broadcast_parameters and broadcast_optimizer (the count), so a
+// caller that skips verify_agreement gets the same error on every rank
+// naming both sizes, not a truncated broadcast or an exchange that never
+// completes. Every wait has the communicator's timeout (communicator.hpp).
+//
+// Data: Fingerprint::add_checksum records a Checksum (checksum.hpp) of what
+// each rank will train on, so that ranks holding different files of the
+// same size are refused too, not only ones with other counts.
 //
 // Buckets: parameters are grouped from the END of the buffer (the classifier
 // and top layers, whose gradients are final first) into buckets of at least
@@ -59,6 +69,7 @@
 #include "../train/optimizer.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
+#include "checksum.hpp"
 #include "communicator.hpp"
 #include "ring_allreduce.hpp"
 
@@ -108,6 +119,9 @@ class Fingerprint {
       add("parameter " + p.name, std::to_string(p.rows) + "x" + std::to_string(p.cols) + (p.trainable ? "" : " frozen"));
     return *this;
   }
+  // A checksum of content that must be equal on every rank (the training
+  // data, say), as 16 hex digits: equal counts do not mean equal data.
+  Fingerprint& add_checksum(const std::string& key, const Checksum& sum) { return add(key, sum.hex()); }
   const std::string& text() const noexcept { return text_; }
 
  private:
@@ -118,13 +132,7 @@ class Fingerprint {
 // (up to collisions), for the start-up agreement check.
 template <class Scalar>
 std::uint64_t bytes_hash(const Scalar* data, Index n) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * sizeof(Scalar); ++i) {
-    h ^= bytes[i];
-    h *= 1099511628211ull;
-  }
-  return h;
+  return Checksum().add_bytes(data, static_cast<std::size_t>(n) * sizeof(Scalar)).value();
 }
 
 // Throws mpi::Error on every rank when the ranks' fingerprints differ,
@@ -158,8 +166,10 @@ class DataParallel {
   using Bucket = typename RingAllReduce<Scalar>::Bucket;
 
   // comm must outlive this object. infos: the model's flat layout.
+  // Collective: throws on every rank unless every rank has the same number
+  // of values and the same buckets.
   DataParallel(const Communicator& comm, const std::vector<ParameterInfo>& infos, DataParallelOptions options = {})
-      : comm_(&comm), options_(options), size_(infos.empty() ? 0 : infos.back().offset + infos.back().size()),
+      : comm_(&comm), options_(options), size_(agreed_size(comm, infos)),
         ring_(comm, make_buckets(infos, options.bucket_bytes)) {}
 
   int rank() const noexcept { return comm_->rank(); }
@@ -173,14 +183,18 @@ class DataParallel {
   // ---- Start-up ----
 
   // Rank 0's values replace every rank's, then verify_parameters().
+  // The counts are compared across ranks first (the broadcast does it), so
+  // that a bad size throws on every rank, not on one while the rest wait.
   void broadcast_parameters(Eigen::Ref<Vector> values) const {
+    comm_->broadcast(values.data(), static_cast<std::size_t>(values.size()), 0, "DataParallel::broadcast_parameters");
     check_size("broadcast_parameters", values.size());
-    comm_->broadcast(values.data(), static_cast<std::size_t>(values.size()));
     verify_parameters(values);
   }
 
   // Throws on every rank unless every rank holds the same parameter bytes.
   void verify_parameters(const Eigen::Ref<const Vector>& values) const {
+    comm_->require_same(static_cast<long long>(values.size()), "DataParallel::verify_parameters",
+                        "the number of values");
     check_size("verify_parameters", values.size());
     const std::vector<std::uint64_t> h = comm_->allgather(bytes_hash(values.data(), values.size()));
     for (std::size_t r = 1; r < h.size(); ++r)
@@ -205,8 +219,9 @@ class DataParallel {
     std::vector<Vector> state(static_cast<std::size_t>(vectors));
     for (std::size_t i = 0; i < state.size(); ++i) {
       state[i] = comm_->is_root() ? optimizer.state()[i] : Vector::Zero(size_);
+      comm_->broadcast(state[i].data(), static_cast<std::size_t>(state[i].size()), 0,
+                       "DataParallel::broadcast_optimizer");
       check_size("broadcast_optimizer", state[i].size());
-      comm_->broadcast(state[i].data(), static_cast<std::size_t>(state[i].size()));
     }
     optimizer.restore(std::move(state), steps);
   }
@@ -287,6 +302,13 @@ class DataParallel {
   }
 
  private:
+  // The layout's number of values, once every rank is known to have the same.
+  static Index agreed_size(const Communicator& comm, const std::vector<ParameterInfo>& infos) {
+    const Index n = infos.empty() ? 0 : infos.back().offset + infos.back().size();
+    comm.require_same(static_cast<long long>(n), "DataParallel",
+                      "the number of parameter values (the ranks built different models)");
+    return n;
+  }
   static double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

@@ -31,6 +31,15 @@
 // own; step P-1+s (all-gather) sends the finished chunk (r + 1 - s) and
 // receives the finished chunk (r - s) in place. Tags are bucket indices, so
 // several buckets may be in flight at once.
+//
+// Agreement and hangs. Every rank must cut the same buckets: with other
+// sizes a receive truncates or silently takes a short message, with other
+// counts an exchange is never matched. The constructor is therefore
+// collective and checks it (the total and a checksum of the boundaries),
+// throwing the same mpi::Error on every rank when they differ. wait()
+// completes exchanges through the communicator's wait (communicator.hpp):
+// a peer that stops answering ends the job after the communicator's
+// timeout, with a message naming the bucket and step, instead of hanging.
 #ifndef SYNATTN_MPI_RING_ALLREDUCE_HPP
 #define SYNATTN_MPI_RING_ALLREDUCE_HPP
 
@@ -45,6 +54,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "checksum.hpp"
 #include "communicator.hpp"
 
 namespace synattn {
@@ -57,10 +67,20 @@ class RingAllReduce {
     Index begin = 0, end = 0;  // slice of the flat buffer
   };
 
-  // buckets: disjoint slices, identical on every rank (checked by the
-  // caller's fingerprint). The communicator must outlive this object.
+  // buckets: disjoint slices, identical on every rank (checked here:
+  // collective). The communicator must outlive this object.
   RingAllReduce(const Communicator& comm, std::vector<Bucket> buckets, int max_in_flight = 4)
       : comm_(&comm), buckets_(std::move(buckets)), max_in_flight_(max_in_flight) {
+    // First, before any local check can throw on one rank only.
+    Index total = 0;
+    Checksum layout;
+    for (const Bucket& k : buckets_) {
+      total += k.end - k.begin;
+      layout.add(k.begin).add(k.end);
+    }
+    comm.require_same(static_cast<long long>(total), "RingAllReduce", "the number of values in the buckets");
+    comm.require_same(static_cast<long long>(buckets_.size()), "RingAllReduce", "the number of buckets");
+    comm.require_same(layout.value(), "RingAllReduce", "the bucket boundaries (checksum)");
     if (max_in_flight < 1)
       throw Error("RingAllReduce: max_in_flight must be >= 1, got " + std::to_string(max_in_flight));
     const Index P = comm.size();
@@ -133,7 +153,7 @@ class RingAllReduce {
       pump();
       SYNATTN_ASSERT(s.posted || s.step == total_steps());
       while (s.step < total_steps()) {
-        check(MPI_Waitall(2, s.requests, MPI_STATUSES_IGNORE), "MPI_Waitall", "RingAllReduce::wait");
+        comm_->wait(2, s.requests, [&] { return describe_step(b); });
         advance(b);
       }
     }
@@ -156,6 +176,14 @@ class RingAllReduce {
   };
 
   int total_steps() const noexcept { return 2 * (comm_->size() - 1); }
+  // What wait() waits for, for the timeout message.
+  std::string describe_step(std::size_t b) const {
+    const int P = comm_->size(), r = comm_->rank();
+    return "the ring all-reduce (RingAllReduce::wait) of bucket " + std::to_string(b) + " of " +
+           std::to_string(buckets_.size()) + ", step " + std::to_string(state_[b].step + 1) + " of " +
+           std::to_string(total_steps()) + ": a message from rank " + std::to_string((r + P - 1) % P) +
+           " and one to rank " + std::to_string((r + 1) % P);
+  }
   static Index wrap(Index c, Index P) { return ((c % P) + P) % P; }
   // Chunk c of bucket b: fixed boundaries, the first (size % P) chunks one longer.
   Index chunk_begin(std::size_t b, Index c) const {
