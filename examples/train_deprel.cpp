@@ -59,6 +59,7 @@
 
 #include "train_deprel/cli.hpp"
 #include "train_deprel/figures.hpp"
+#include "train_deprel/preflight.hpp"
 #include "train_deprel/progress.hpp"
 #include "train_deprel/results.hpp"
 #include "train_deprel/svg_plot.hpp"
@@ -181,6 +182,9 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   std::vector<synattn::TaggedSentence> subset;
   subset.reserve(subset_index.size());
   for (std::size_t i : subset_index) subset.push_back(data.train[i]);
+  if (subset.empty())
+    throw synattn::Error(ctx.config->train_path + ": none of the " + std::to_string(run.train_size) +
+                         " sentences drawn has at most 60 words");
   const synattn::Vocabulary vocab = synattn::Vocabulary::build(subset, nullptr);
   const synattn::Bucketing* bucketing = v.bucketing ? &*v.bucketing : nullptr;
   const synattn::EncodedCorpus train_corpus(subset, vocab, data.labels, bucketing);
@@ -352,6 +356,9 @@ void write_outputs(const std::string& dir, const std::vector<train_deprel::RunRe
 int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   std::ostream null_stream(nullptr);  // the other ranks' output goes nowhere
   std::ostream& log = team.root() ? std::cerr : null_stream;
+  // Before any work: a path that cannot be written fails now, not after the
+  // first model (only rank 0 writes).
+  if (team.root()) train_deprel::check_output_paths(config);
   if (!config.report_path.empty()) {
     const std::vector<train_deprel::RunResult> results = train_deprel::read_json_lines(config.report_path);
     std::cout << train_deprel::markdown_results_table(results);
@@ -363,6 +370,7 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   Corpora data;
   data.train = synattn::load_tagging_corpus(config.train_path);
   data.dev = synattn::load_tagging_corpus(config.dev_path);
+  train_deprel::check_corpora(config, data.train, data.dev);
   data.labels = synattn::LabelSet::build(data.train);
   log << "train " << config.train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
       << " relations; dev " << config.dev_path << ": " << data.dev.size() << " sentences ("
@@ -422,6 +430,9 @@ int main(int argc, char** argv) {
 #endif
   try {
     return run(*config, train_deprel::Team());
+  } catch (const train_deprel::CliError& e) {  // an argument the files or folders refute: as a bad command line
+    std::cerr << "train_deprel: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "train_deprel: " << e.what() << "\n";
     return 1;
