@@ -24,9 +24,11 @@
 //   mpirun -np 2 train_deprel --threads 1 ...   (data-parallel, built with MPI)
 //
 // Under mpirun every rank reads the same files and builds the same model;
-// rank 0's parameters are broadcast and the ranks' fingerprints (run, data,
-// parameter layout) compared before training. Each global batch of 32
-// sentences is split across the ranks, the gradients summed (synattn::mpi,
+// rank 0's parameters are broadcast and the ranks' fingerprints (run, data
+// counts and checksums of the data's content, parameter layout) compared
+// before training. A rank that waits more than --mpi-timeout seconds for the
+// others ends the job (a hung rank would stall them all). Each global batch
+// of 32 sentences is split across the ranks, the gradients summed (synattn::mpi,
 // overlapped with the backward pass unless --no-overlap), the dev set is
 // evaluated in shards and the counts summed. Only rank 0 prints and writes
 // JSON, figures and checkpoints. Dropout masks are drawn per rank, so runs
@@ -152,6 +154,8 @@ std::vector<std::vector<double>> learned_bias(Model& model) {
 struct Corpora {
   std::vector<synattn::TaggedSentence> train, dev;
   synattn::LabelSet labels;
+  // What the ranks compare under mpirun (hex), computed once: content, not counts.
+  std::string train_checksum, dev_checksum;
 };
 
 std::string file_stem(const train_deprel::RunResult& r);
@@ -204,7 +208,14 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
     f.add("variant", v.name).add("train_size", run.train_size).add("seed", run.seed);
     f.add("bias_lr_mult", run.bias_lr_mult).add("epochs", run.schedule.epochs).add("patience", run.schedule.patience);
     f.add("data_seed", data_seed).add("train_file_sentences", data.train.size()).add("subset", subset.size());
-    f.add("dev_sentences", data.dev.size()).add("labels", data.labels.size()).add("vocabulary", vocab.size());
+    f.add("dev_sentences", data.dev.size());
+    // Same counts are not the same data: the files' content, and which
+    // sentences this run trains on in which order (the shard plan).
+    f.add("train_data", data.train_checksum).add("dev_data", data.dev_checksum);
+    synattn::mpi::Checksum plan;
+    for (std::size_t i : subset_index) plan.add(i);
+    f.add_checksum("training_subset", plan);
+    f.add("labels", data.labels.size()).add("vocabulary", vocab.size());
     f.add_parameters(model.parameter_infos());
     synattn::mpi::verify_agreement(*team.communicator(), f.text());
     synattn::mpi::DataParallelOptions dpo;
@@ -372,6 +383,10 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   data.dev = synattn::load_tagging_corpus(config.dev_path);
   train_deprel::check_corpora(config, data.train, data.dev);
   data.labels = synattn::LabelSet::build(data.train);
+  if (team.size() > 1) {
+    data.train_checksum = train_deprel::corpus_checksum(data.train).hex();
+    data.dev_checksum = train_deprel::corpus_checksum(data.dev).hex();
+  }
   log << "train " << config.train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
       << " relations; dev " << config.dev_path << ": " << data.dev.size() << " sentences ("
       << data.labels.count_ignored(data.dev) << " words with a relation unseen in train are not scored)\n";
@@ -423,7 +438,7 @@ int main(int argc, char** argv) {
   if (train_deprel::launched_by_mpi() && config->report_path.empty()) {
     synattn::mpi::Environment env(argc, argv);
     return synattn::mpi::run_or_abort([&] {
-      const synattn::mpi::Communicator world;
+      const synattn::mpi::Communicator world(MPI_COMM_WORLD, config->mpi_timeout_seconds);
       return run(*config, train_deprel::Team(world));
     });
   }

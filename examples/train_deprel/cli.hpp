@@ -4,11 +4,12 @@
 //   train_deprel --train FILE --dev FILE --train-size N --variants LIST
 //                --seeds LIST [--epochs E] [--patience P] [--bias-lr-mult X]
 //                [--threads T] [--json FILE] [--out DIR] [--full]
-//                [--save-checkpoint FILE] [--no-overlap] [--help]
+//                [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S] [--help]
 //
 // Under mpirun (-np P) the same flags train one model on P processes
 // (data-parallel, synattn::mpi); --no-overlap then reduces the gradients
-// only after the backward pass instead of during it.
+// only after the backward pass instead of during it, and --mpi-timeout ends
+// the job when a rank waits longer than S seconds for the others.
 //
 // --train/--dev default to the repository's UD English EWT files (baked in
 // as SYNATTN_EWT_DIR by examples/CMakeLists.txt). --full replaces
@@ -150,6 +151,10 @@ struct Config {
   std::string report_path;  // --report: tabulate and plot these results instead of training
   std::string checkpoint_path;  // --save-checkpoint: final parameters (and optimiser state) per run
   bool overlap = true;          // --no-overlap: MPI reductions after backward, not during it
+  // --mpi-timeout: the longest a rank waits for the others before ending the
+  // job (a hung rank would otherwise stall every other rank forever). Long
+  // enough for rank 0 to write figures and checkpoints while the rest wait.
+  double mpi_timeout_seconds = 600.0;
   bool full = false;
   bool help = false;
   std::uint64_t data_seed = synattn::kDefaultDataSeed;
@@ -184,7 +189,7 @@ inline const char* usage() {
   return "usage: train_deprel [--train FILE] [--dev FILE] [--train-size N] [--variants LIST] [--seeds LIST]\n"
          "                    [--epochs E] [--patience P] [--bias-lr-mult X] [--threads T]\n"
          "                    [--json FILE] [--out DIR] [--full] [--report FILE]\n"
-         "                    [--save-checkpoint FILE] [--no-overlap] [--help]\n"
+         "                    [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -210,6 +215,8 @@ inline const char* usage() {
          "  --save-checkpoint FILE  write each run's final parameters and optimiser state there\n"
          "                      (safetensors; with several runs, FILE's stem gets -<variant>-x<mult>-N<n>-seed<s>)\n"
          "  --no-overlap        under mpirun: reduce gradients after the backward pass, not during it\n"
+         "  --mpi-timeout S     under mpirun: end the job when a process waits more than S seconds\n"
+         "                      for the others (a hung process; default 600)\n"
          "  --help              this text\n"
          "\n"
          "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
@@ -279,7 +286,7 @@ inline Config parse_cli(int argc, const char* const* argv) {
     static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
                                           "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
                                           "--threads", "--json",   "--out",          "--report",
-                                          "--save-checkpoint"};
+                                          "--save-checkpoint", "--mpi-timeout"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -320,6 +327,8 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.report_path = value;
     } else if (flag == "--save-checkpoint") {
       c.checkpoint_path = value;
+    } else if (flag == "--mpi-timeout") {
+      c.mpi_timeout_seconds = detail::parse_positive(flag, value);
     }
   }
   if (c.full) {

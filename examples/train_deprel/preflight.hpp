@@ -9,12 +9,15 @@
 // * the corpora: a training or dev file with no sentences (an empty dev set
 //   scored "best dev 0.00 %" and exited 0; an empty training set failed deep
 //   inside the model), and a --train-size larger than the training file
-//   (which trained on every sentence while its label said N).
+//   (which trained on every sentence while its label said N);
+// * corpus_checksum(): what ranks compare under mpirun, so that ranks with
+//   different files of the same size are refused (counts alone pass them).
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_PREFLIGHT_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_PREFLIGHT_HPP
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -23,6 +26,7 @@
 
 #include <synattn/data/tagging_corpus.hpp>
 #include <synattn/error.hpp>
+#include <synattn/mpi/checksum.hpp>  // no MPI needed
 
 #include "cli.hpp"
 
@@ -112,6 +116,19 @@ inline void check_corpora(const Config& c, const std::vector<synattn::TaggedSent
     if (static_cast<std::size_t>(n) > train.size())
       throw CliError("--train-size " + std::to_string(n) + ": " + c.train_path + " holds only " +
                      std::to_string(train.size()) + " sentences");
+}
+
+// A checksum of what training sees of `sentences`, in order: each word's
+// lower-cased form, head and base relation (not sentence ids, comments or
+// line numbers, which change nothing that is trained).
+inline synattn::mpi::Checksum corpus_checksum(const std::vector<synattn::TaggedSentence>& sentences) {
+  synattn::mpi::Checksum sum;
+  sum.add(sentences.size());
+  for (const synattn::TaggedSentence& s : sentences) {
+    sum.add(s.forms.size());
+    for (std::size_t i = 0; i < s.forms.size(); ++i) sum.add(s.forms[i]).add(s.heads[i]).add(s.labels[i]);
+  }
+  return sum;
 }
 
 }  // namespace train_deprel

@@ -152,3 +152,12 @@ TEST_CASE("bad command lines are clear errors with exit code 2 and the usage", "
   CHECK(code == 0);
   CHECK(out2.str().rfind("usage: train_deprel", 0) == 0);
 }
+
+TEST_CASE("the MPI timeout flag sets how long a process waits for the others, 600 s by default", "[cli][mpi]") {
+  using Catch::Contains;
+  CHECK(parse({}).mpi_timeout_seconds == 600.0);
+  CHECK(parse({"--mpi-timeout", "2.5"}).mpi_timeout_seconds == 2.5);
+  CHECK_THROWS_WITH(parse({"--mpi-timeout", "0"}), Contains("--mpi-timeout: 0 must be a positive number"));
+  CHECK_THROWS_WITH(parse({"--mpi-timeout", "soon"}), Contains("--mpi-timeout: 'soon' is not a number"));
+  CHECK(std::string(usage()).find("--mpi-timeout S") != std::string::npos);
+}

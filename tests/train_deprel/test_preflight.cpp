@@ -1,5 +1,6 @@
 // train_deprel's checks before training: output paths refused without
-// writing the final files, empty corpora and oversized --train-size named.
+// writing the final files, empty corpora and oversized --train-size named,
+// and the corpus checksum the ranks compare under mpirun (content, not counts).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -29,6 +30,25 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 bool empty_folder(const std::filesystem::path& p) { return std::filesystem::is_empty(p); }
 }  // namespace
+
+TEST_CASE("corpus_checksum changes with any form, head or relation, not with ids or case", "[preflight]") {
+  const std::string base = corpus_checksum(corpus(kTwo)).hex();
+  CHECK(base.size() == 16);
+  CHECK(corpus_checksum(corpus(kTwo)).hex() == base);  // deterministic
+  CHECK(corpus_checksum(corpus(replaced(kTwo, "\tcat\tcat", "\tdog\tcat"))).hex() != base);   // a form
+  CHECK(corpus_checksum(corpus(replaced(kTwo, "\tdet\t", "\tnsubj\t"))).hex() != base);        // a relation
+  // A head alone (same forms, same relations): word 2 hangs from word 1, not word 3.
+  const std::string three = "1\ta\ta\tDET\t_\t_\t3\tdet\t_\t_\n2\tbig\tbig\tADJ\t_\t_\t3\tamod\t_\t_\n"
+                            "3\tdog\tdog\tNOUN\t_\t_\t0\troot\t_\t_\n\n";
+  CHECK(corpus_checksum(corpus(replaced(three, "\t3\tamod", "\t1\tamod"))).hex() !=
+        corpus_checksum(corpus(three)).hex());
+  CHECK(corpus_checksum(corpus(replaced(kTwo, "sent_id = a", "sent_id = z"))).hex() == base);  // not trained on
+  CHECK(corpus_checksum(corpus(replaced(kTwo, "\tThe\t", "\tTHE\t"))).hex() == base);          // lower-cased forms
+  // Same sizes, sentences in another order: another plan.
+  const std::string swapped = std::string(kTwo).substr(std::string(kTwo).find("# sent_id = b")) +
+                              std::string(kTwo).substr(0, std::string(kTwo).find("# sent_id = b"));
+  CHECK(corpus_checksum(corpus(swapped)).hex() != base);
+}
 
 TEST_CASE("check_corpora names an empty file and a --train-size the file cannot fill", "[preflight]") {
   Config c;
