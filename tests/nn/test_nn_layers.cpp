@@ -470,7 +470,7 @@ TEST_CASE("LayerNorm<float>: rows whose squares overflow float are normalised, n
     }
   }
   // Non-finite input still propagates (LayerNorm is a building block; the
-  // model and the attention layer refuse it, docs/user-guide.md).
+  // model and the attention layer refuse it, docs/errors.md).
   x(0, 0) = std::numeric_limits<float>::infinity();
   ln.forward(x, cache, y);
   CHECK(std::isnan(y(0, 1)));

@@ -114,7 +114,9 @@ TEST_CASE("CharCnn refuses ids outside the alphabet and a cache of another layer
   chars(0, 0) = 2;
   CHECK_THROWS_WITH(cnn.forward(chars, {4}, cache, y), Catch::Contains("lengths[0] = 4 is outside [0, 3]"));
   cnn.forward(chars, {1}, cache, y);
-  CHECK_THROWS_WITH(other.backward(cache, y), Catch::Contains("holds no forward pass of this layer"));
+  CHECK_THROWS_WITH(other.backward(cache, y), Catch::Contains("the cache was filled by another layer"));
+  cnn.backward(cache, y);
+  CHECK_THROWS_WITH(cnn.backward(cache, y), Catch::Contains("already run on this cache"));
 }
 
 TEST_CASE("ArcBiaffine: gradient check of U, u and both inputs", "[parse][gradcheck]") {
@@ -543,4 +545,40 @@ TEST_CASE("BiaffineParser: a self-move keeps the parser; a moved-from parser is 
   parser = taken;
   parser.parse(batch, cache, ws, got);
   CHECK(got.heads == want.heads);
+}
+
+// The parser's caches named their layer by address (const void* owner): a
+// copy made after the forward pass at a reused address, or a move, were
+// judged wrongly, and the parts' backward passes could run twice.
+TEST_CASE("BiaffineParser: backward refuses another parser's cache and a used one, before writing any gradient",
+          "[parse][cache][errors]") {
+  using Catch::Contains;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  std::vector<EncodedSentence> corpus;
+  for (const auto& s : bank) corpus.push_back(encode_sentence(s, v));
+  ParserBatch batch;
+  make_parser_batch(corpus, {0, 1}, v, WordDropoutRule{}, nullptr, batch);
+  BiaffineParser<double> parser(tiny_options(v)), twin(tiny_options(v));
+  ParserCache<double> cache;
+  parser.forward(batch, cache, nullptr);
+  parser.loss(batch, cache);
+  parser.zero_grad();
+  twin.zero_grad();
+  CHECK_THROWS_WITH(twin.backward(cache), Contains("the cache was filled by another layer or model"));
+  CHECK_THROWS_WITH(twin.loss(batch, cache), Contains("the cache was filled by another layer or model"));
+  CHECK(twin.gradients().isZero(0));
+  BiaffineParser<double> copy = parser;
+  CHECK_THROWS_WITH(copy.backward(cache), Contains("filled by another layer or model"));
+  parser.backward(cache);
+  const Eigen::VectorXd once = parser.gradients();
+  CHECK_THROWS_WITH(parser.backward(cache), Contains("backward() has already run on this cache"));
+  CHECK(parser.gradients() == once);
+  // A NaN weight is named by forward, before anything is written.
+  parser.zero_grad();
+  parser.parameter("arc.weight")(0, 1) = std::nan("");
+  CHECK_THROWS_WITH(parser.forward(batch, cache, nullptr),
+                    Contains("BiaffineParser::forward: parameter arc.weight(0, 1) = nan is not finite"));
+  CHECK_THROWS_WITH(parser.backward(cache), Contains("holds no forward pass"));
+  CHECK(parser.gradients().isZero(0));
 }

@@ -55,7 +55,7 @@ inline void require_not_moved_from(bool moved_from, const char* fn) {
     throw Error(std::string(fn) + ": this model was moved from and holds no layers; assign it a model first");
 }
 
-// A whole model's non-finite checks (docs/user-guide.md, "Non-finite
+// A whole model's non-finite checks (docs/errors.md, "Non-finite
 // values"): with options.attention.check_finite on (the default), forward()
 // names a non-finite parameter before using it, and a non-finite logit (an
 // overflow inside the model) before loss() or backward() can spread it.

@@ -306,6 +306,7 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
     const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
     const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
   const char* fn = "SyntaxTransformerTagger::forward";
+  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
   require_model(fn);
   const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
   if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
@@ -316,7 +317,6 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
   // own): a NaN weight anywhere is named here, before it reaches a loss.
   const bool check_finite = s_.options.attention.check_finite;
   if (check_finite) check_finite_parameters(fn, s_.root, kModelFiniteHint);
-  c.stamp.clear();
   c.tokens = tokens;
   c.lengths = lengths;
   c.has_loss = false;

@@ -28,6 +28,7 @@
 #include "../error.hpp"
 #include "../kernels/product.hpp"
 #include "../matrix.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parallel.hpp"
 #include "../util/parameters.hpp"
 
@@ -48,7 +49,7 @@ struct ArcBiaffineCache {
   Eigen::Matrix<Scalar, Eigen::Dynamic, 1> head_prior;   // (B * m): H u^T
   RowMajorMatrix<Scalar> ddep_u;
   Eigen::Matrix<Scalar, Eigen::Dynamic, 1> column_sums;  // (B * m): sum_i dS[i, j] per sequence
-  const void* owner = nullptr;
+  CacheStamp stamp;  // which layer filled it (util/layer_identity.hpp)
   Index rows = -1, m = -1;
 };
 
@@ -71,6 +72,7 @@ class ArcBiaffine {
   void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Index m, Cache& c,
                Eigen::Ref<Matrix> scores) const {
     const char* fn = "ArcBiaffine::forward";
+    c.stamp.clear();
     check_inputs(fn, dep, head, m);
     biaffine_detail::check_shape(fn, "scores", scores.rows(), scores.cols(), dep.rows(), m);
     const Index B = dep.rows() / m;
@@ -89,19 +91,23 @@ class ArcBiaffine {
       kernels::product<Scalar>(S, c.dep_u.middleRows(b * m, m), head.middleRows(b * m, m), kernels::Transpose::rhs);
       S.rowwise() += c.head_prior.segment(b * m, m).transpose();
     });
-    c.owner = this;
     c.rows = dep.rows();
     c.m = m;
+    c.stamp.stamp(identity_);
   }
 
   // dscores (B * m, m) -> ddep, dhead (B * m, d) (overwritten); adds dU, du.
   void backward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
                 const Eigen::Ref<const Matrix>& dscores, Cache& c, Matrix& ddep, Matrix& dhead) {
     const char* fn = "ArcBiaffine::backward";
-    if (c.owner != this || c.rows != dep.rows()) throw Error(std::string(fn) + ": the cache holds no forward pass of this layer for these inputs");
+    c.stamp.check(fn, identity_);
+    if (c.rows != dep.rows())
+      throw Error(std::string(fn) + ": dep has " + std::to_string(dep.rows()) + " rows, the forward pass had " +
+                  std::to_string(c.rows));
     const Index m = c.m;
     check_inputs(fn, dep, head, m);
     biaffine_detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), dep.rows(), m);
+    c.stamp.mark_used();
     const Index B = dep.rows() / m;
     const auto U = store_.value(weight_);
     const auto u = store_.value(bias_);
@@ -148,6 +154,7 @@ class ArcBiaffine {
   int d_ = 0;
   ParameterStore<Scalar> store_;
   int weight_ = -1, bias_ = -1;
+  LayerIdentity identity_;
 };
 
 template <class Scalar>
@@ -155,7 +162,7 @@ struct LabelBiaffineCache {
   RowMajorMatrix<Scalar> dep1, head1;  // (T, d + 1): inputs with a 1 appended
   RowMajorMatrix<Scalar> projected;    // (T, L * (d + 1)): [d; 1]^T W_l for every l
   RowMajorMatrix<Scalar> dprojected, ddep1;
-  const void* owner = nullptr;
+  CacheStamp stamp;  // which layer filled it; clear after infer(), which keeps nothing for backward
 };
 
 template <class Scalar>
@@ -180,6 +187,7 @@ class LabelBiaffine {
   // dep, head (T, d) -> logits (T, L).
   void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
                Eigen::Ref<Matrix> logits) const {
+    c.stamp.clear();
     const Index T = prepare("LabelBiaffine::forward", dep, head, logits, c);
     const auto W = store_.value(weight_);
     // projected (T, L * d1) = dep1 W
@@ -188,7 +196,7 @@ class LabelBiaffine {
       kernels::product<Scalar>(c.projected.middleRows(r0, n), c.dep1.middleRows(r0, n), W);
     });
     contract_heads(c.projected, c.head1, 0, logits);
-    c.owner = this;
+    c.stamp.stamp(identity_);
   }
 
   // The same logits without keeping what backward() needs: [d; 1]^T W is
@@ -197,6 +205,7 @@ class LabelBiaffine {
   // of T x L(d+1) (54 MB for a batch of 4,096 words).
   void infer(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
              Eigen::Ref<Matrix> logits) const {
+    c.stamp.clear();  // nothing for backward
     const Index T = prepare("LabelBiaffine::infer", dep, head, logits, c);
     const auto W = store_.value(weight_);
     c.projected.resize(std::min<Index>(T, kInferRows), Index(labels_) * (d_ + 1));
@@ -205,15 +214,15 @@ class LabelBiaffine {
       kernels::product<Scalar>(c.projected.topRows(n), c.dep1.middleRows(r0, n), W);
       contract_heads(c.projected.topRows(n), c.head1, r0, logits);
     }
-    c.owner = nullptr;  // nothing for backward
   }
 
   // dlogits (T, L) -> ddep, dhead (T, d) (overwritten); adds dW.
   void backward(const Eigen::Ref<const Matrix>& dlogits, Cache& c, Matrix& ddep, Matrix& dhead) {
     const char* fn = "LabelBiaffine::backward";
-    if (c.owner != this) throw Error(std::string(fn) + ": the cache holds no forward pass of this layer");
+    c.stamp.check(fn, identity_);
     const Index T = c.dep1.rows(), d1 = d_ + 1;
     biaffine_detail::check_shape(fn, "dlogits", dlogits.rows(), dlogits.cols(), T, labels_);
+    c.stamp.mark_used();
     c.dprojected.resize(T, Index(labels_) * d1);
     dhead.resize(T, d_);
     for (Index t = 0; t < T; ++t) {
@@ -271,6 +280,7 @@ class LabelBiaffine {
   int d_ = 0, labels_ = 0;
   ParameterStore<Scalar> store_;
   int weight_ = -1;
+  LayerIdentity identity_;
 };
 
 }  // namespace parse

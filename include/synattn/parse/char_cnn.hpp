@@ -31,6 +31,7 @@
 #include "../matrix.hpp"
 #include "../nn/embedding.hpp"
 #include "../nn/linear.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
@@ -54,7 +55,7 @@ struct CharCnnCache {
   std::vector<std::int32_t> column_char; // (R * width): char id under each window slot, -1 outside the word
   Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> argmax;  // (T, filters): row of z, -1: none
   RowMajorMatrix<Scalar> dconv, dcolumns;
-  const void* owner = nullptr;           // the layer that filled it
+  CacheStamp stamp;                      // which layer filled it (util/layer_identity.hpp)
   Index words = -1;
 };
 
@@ -75,6 +76,7 @@ class CharCnn {
   void forward(const Eigen::Ref<const CharIdMatrix>& chars, const std::vector<int>& lengths, Cache& c,
                Eigen::Ref<Matrix> out) const {
     const char* fn = "CharCnn::forward";
+    c.stamp.clear();
     const Index T = chars.rows();
     if (static_cast<Index>(lengths.size()) != T)
       throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) + " entries, expected one per word (" +
@@ -135,17 +137,18 @@ class CharCnn {
       }
       row += len;
     }
-    c.owner = this;
     c.words = T;
+    c.stamp.stamp(identity_);
   }
 
   // dout (T, filters) -> adds dE, dW, db.
   void backward(Cache& c, const Eigen::Ref<const Matrix>& dout) {
     const char* fn = "CharCnn::backward";
-    if (c.owner != this) throw Error(std::string(fn) + ": the cache holds no forward pass of this layer");
+    c.stamp.check(fn, identity_);
     if (dout.rows() != c.words || dout.cols() != o_.filters)
       throw Error(std::string(fn) + ": dout is " + std::to_string(dout.rows()) + "x" + std::to_string(dout.cols()) +
                   ", expected " + std::to_string(c.words) + "x" + std::to_string(o_.filters));
+    c.stamp.mark_used();
     const Index R = c.conv.rows();
     // dconv (R, filters): dout routed to each word's arg-max row (relu active only).
     c.dconv.setZero(R, o_.filters);
@@ -192,6 +195,7 @@ class CharCnn {
   CharCnnOptions o_;
   nn::Embedding<Scalar> embedding_;
   nn::Linear<Scalar> conv_;
+  LayerIdentity identity_;
 };
 
 }  // namespace parse

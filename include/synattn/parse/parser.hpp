@@ -46,6 +46,8 @@
 #include "../nn/linear.hpp"
 #include "../nn/parameter_binding.hpp"
 #include "../nn/token_classifier.hpp"
+#include "../util/finite.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parallel.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
@@ -174,7 +176,7 @@ struct ParserCache {
   bool has_loss = false;
   bool dropout = false;
   RandomStream stream;
-  const void* owner = nullptr;
+  CacheStamp stamp;  // which parser filled it (util/layer_identity.hpp)
 };
 
 // Per-thread buffers of parse(): after the first batches, decoding a
@@ -271,6 +273,7 @@ class BiaffineParser {
     LabelBiaffine<Scalar> label;
     std::vector<nn::Linear<Scalar>> upos;  // empty or one
     ParameterStore<Scalar> root;
+    LayerIdentity identity;  // new for a copy or an assignment: caches of the old parser are refused
   };
 
   // Every sub-layer store, in the order of the flat buffer.
@@ -354,10 +357,15 @@ BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
                                      const RandomStream* dropout) const {
-  require_model("BiaffineParser::forward");
+  const char* fn = "BiaffineParser::forward";
+  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
+  require_model(fn);
   const ParserOptions& o = s_.options;
   const Index m = batch.m, R = batch.words.size();
   check_batch(batch);
+  // One pass over the flat buffer: a NaN weight anywhere is named here,
+  // before it reaches a loss or a gradient.
+  check_finite_parameters(fn, s_.root, "");
   c.m = m;
   c.lengths = batch.lengths;
   c.words = batch.words;
@@ -404,15 +412,16 @@ void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scala
     c.upos_logits.resize(R, o.num_upos);
     s_.upos.front().forward(h, c.upos_logits);
   }
-  c.owner = this;
+  c.stamp.stamp(s_.identity);
 }
 
 template <class Scalar>
 ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Scalar>& c, double normaliser) const {
   const char* fn = "BiaffineParser::loss";
   require_model(fn);
-  if (c.owner != this || c.m != batch.m || c.lengths != batch.lengths)
-    throw Error(std::string(fn) + ": the cache holds no forward pass of this parser on this batch");
+  c.stamp.check_filled(fn, s_.identity);
+  if (c.m != batch.m || c.lengths != batch.lengths)
+    throw Error(std::string(fn) + ": the cache holds a forward pass of another batch");
   const ParserOptions& o = s_.options;
   const Index R = batch.words.size();
   ParserLoss out;
@@ -455,7 +464,11 @@ template <class Scalar>
 void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
   const char* fn = "BiaffineParser::backward";
   require_model(fn);
-  if (c.owner != this || !c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+  // Every check before the first gradient is written (the cache's owner,
+  // its loss, a second backward), so a refused call changes nothing.
+  c.stamp.check(fn, s_.identity);
+  if (!c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+  c.stamp.mark_used();
   const ParserOptions& o = s_.options;
   const Index R = c.words.size(), m = c.m;
   const Matrix& h = c.encoder.outputs.back();
@@ -493,7 +506,6 @@ void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
     c.dchar_rows = c.dinput.rightCols(o.char_filters);
     s_.chars.front().backward(c.chars, c.dchar_rows);
   }
-  c.has_loss = false;  // a second backward on this cache would add the gradients twice
 }
 
 template <class Scalar>

@@ -1,7 +1,7 @@
 // synattn — finiteness checks shared by every public boundary that refuses
 // NaN and infinity (the attention layer's inputs, a model's parameters and
 // logits, an optimiser's gradients and updates). The library's one policy is
-// in docs/user-guide.md, "Non-finite values".
+// in docs/errors.md, "Non-finite values".
 #ifndef SYNATTN_UTIL_FINITE_HPP
 #define SYNATTN_UTIL_FINITE_HPP
 
