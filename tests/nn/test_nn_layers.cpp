@@ -370,6 +370,12 @@ TEST_CASE("cross_entropy: value matches PyTorch; padding and ignored rows get ex
   CHECK(d.allFinite());
   labels[1] = 3;
   CHECK_THROWS_AS(cross_entropy<double>(logits, labels, {2, 2}, 0, &d), Error);
+  // A NaN normaliser was read as "the batch's own count".
+  labels[1] = 0;
+  CHECK_THROWS_WITH(cross_entropy<double>(logits, labels, {2, 2}, std::nan(""), &d),
+                    Catch::Contains("cross_entropy: normaliser must be finite"));
+  CHECK_THROWS_WITH(cross_entropy<double>(logits, labels, {2, 2}, std::numeric_limits<double>::infinity(), &d),
+                    Catch::Contains("normaliser must be finite"));
 }
 
 TEST_CASE("cross_entropy: gradient check", "[nn][ce][gradcheck]") {

@@ -47,6 +47,31 @@ TEST_CASE("clip_grad_norm sums in double, so float gradients do not overflow", "
   CHECK_THAT(static_cast<double>(store.gradients()[1]), Catch::Matchers::WithinRel(0.8, 1e-6));
 }
 
+// The sum of squares of finite 1e200 gradients overflowed double, which was
+// then reported as a non-finite norm and left the gradients unclipped.
+TEST_CASE("clip_grad_norm scales huge finite double gradients, as LAPACK's nrm2 does", "[train][clip][nan]") {
+  ParameterStore<double> store;
+  store.add("a", 1, 2);
+  store.add("frozen", 1, 1, false);
+  store.add("b", 1, 1);
+  store.gradients() << 3e200, -4e200, std::numeric_limits<double>::quiet_NaN(), 12e200;
+  const auto r = synattn::clip_grad_norm(store, 2.0);
+  CHECK(r.finite);
+  CHECK_THAT(r.total_norm, Catch::Matchers::WithinRel(13e200, 1e-14));
+  CHECK(r.clipped());
+  CHECK_THAT(store.gradients()[0], Catch::Matchers::WithinRel(6.0 / 13, 1e-14));
+  CHECK_THAT(store.gradients()[1], Catch::Matchers::WithinRel(-8.0 / 13, 1e-14));
+  CHECK_THAT(store.gradients()[3], Catch::Matchers::WithinRel(24.0 / 13, 1e-14));
+  CHECK(std::isnan(store.gradients()[2]));  // frozen: neither counted nor scaled
+  // Near the largest double the norm itself is not representable, but the
+  // gradients still come out at max_norm.
+  store.gradients() << 1.5e308, 1.5e308, 0, 1.5e308;
+  const auto top = synattn::clip_grad_norm(store, 1.0);
+  CHECK(top.finite);
+  CHECK(std::isinf(top.total_norm));
+  CHECK_THAT(store.gradients()[0], Catch::Matchers::WithinRel(1 / std::sqrt(3.0), 1e-14));
+}
+
 TEST_CASE("a non-finite norm is reported, or thrown naming the entry", "[train][clip][errors]") {
   ParameterStore<double> store;
   store.add("a", 1, 2);

@@ -392,3 +392,53 @@ TEST_CASE("a layout whose size overflows is refused by step(), not used", "[trai
                     Catch::Contains("sgd::step: parameter 0 ('w') has offset 0 and shape") &&
                         Catch::Contains("its end overflows"));
 }
+
+// A group learning-rate multiplier of 1e308 made parameters inf; a NaN
+// gradient was applied. Either is now refused with nothing changed.
+TEMPLATE_TEST_CASE("a step that would leave a parameter non-finite changes nothing", "[train][optimizer][nan]",
+                   float, double) {
+  using Catch::Contains;
+  ParameterStore<TestType> store;
+  store.add("layers.0.attention.Wq", 2, 2);
+  store.add("layers.0.attention.table", 1, 3);
+  store.values().setConstant(TestType(0.5));
+  store.gradients().setConstant(TestType(100));
+  SgdOptions so;
+  so.lr = 0.1;
+  so.momentum = 0.9;
+  Sgd<TestType> sgd(so, synattn::syntax_bias_groups(1e308));
+  Adam<TestType> adam(AdamOptions::adamw(1e-3), synattn::syntax_bias_groups(1e308));
+  for (synattn::Optimizer<TestType>* opt : {static_cast<synattn::Optimizer<TestType>*>(&sgd),
+                                            static_cast<synattn::Optimizer<TestType>*>(&adam)}) {
+    INFO(opt->kind());
+    const Eigen::Matrix<TestType, Eigen::Dynamic, 1> before = store.values();
+    // SGD: 0.5 - 1e307 * 100 overflows in both types; Adam's step is about the
+    // rate, 1e305, which overflows float only.
+    if (opt == &sgd || sizeof(TestType) == sizeof(float)) {
+      CHECK_THROWS_WITH(opt->step(store), Contains("the update would make 'layers.0.attention.table' entry 0") &&
+                                              Contains("nothing was updated"));
+      CHECK(store.values() == before);
+      CHECK(opt->steps() == 0);
+      CHECK(opt->state().empty());
+    }
+    // A NaN gradient, in the default group: refused by name before anything moves.
+    store.gradient(0)(1, 0) = std::numeric_limits<TestType>::quiet_NaN();
+    CHECK_THROWS_WITH(opt->step(store), Contains("the gradient of 'layers.0.attention.Wq' entry 2 is nan"));
+    CHECK(store.values() == before);
+    store.gradients().setConstant(TestType(100));
+  }
+  // A refused first step leaves the optimiser as new: a later good step is
+  // bit for bit a fresh optimiser's.
+  store.gradients().setConstant(TestType(1e-3));
+  Sgd<TestType> fresh(so, synattn::syntax_bias_groups(2.0));
+  Sgd<TestType> refused(so, synattn::syntax_bias_groups(2.0));
+  ParameterStore<TestType> copy = store;
+  copy.gradient(1)(0, 2) = std::numeric_limits<TestType>::infinity();
+  CHECK_THROWS(refused.step(copy));
+  copy.gradients() = store.gradients();
+  refused.step(copy);
+  fresh.step(store);
+  CHECK(copy.values() == store.values());
+  CHECK(refused.state()[0] == fresh.state()[0]);
+  CHECK(refused.steps() == 1);
+}

@@ -58,6 +58,15 @@ inline Index tokens_per_sequence(const char* fn, const char* what, Index tokens,
 // global batch's count). When dlogits is not null it receives dL/dlogits
 // (tokens, C) for that normalised loss: (softmax - onehot) / normaliser on
 // counted rows, exactly 0 elsewhere. The log-softmax subtracts the row max.
+// A loss's normaliser: `requested` when > 0, else `own` (the batch's counted
+// tokens). NaN or infinity is refused, not read as "use the batch's own".
+inline double resolve_normaliser(const char* fn, double requested, double own) {
+  if (!std::isfinite(requested))
+    throw Error(std::string(fn) + ": normaliser must be finite (<= 0: the batch's own count), got " +
+                std::to_string(requested));
+  return requested > 0 ? requested : own;
+}
+
 template <class Scalar>
 LossResult cross_entropy(const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits, const Eigen::Ref<const IdVector>& labels,
                          const std::vector<int>& lengths, double normaliser, RowMajorMatrix<Scalar>* dlogits,
@@ -76,7 +85,7 @@ LossResult cross_entropy(const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits,
                   " is outside [0, " + std::to_string(C) + ") and is not the ignore label " + std::to_string(ignore_label));
     ++r.count;
   }
-  r.normaliser = normaliser > 0 ? normaliser : static_cast<double>(r.count);
+  r.normaliser = resolve_normaliser(fn, normaliser, static_cast<double>(r.count));
   const Scalar inv_norm = static_cast<Scalar>(r.normaliser > 0 ? 1.0 / r.normaliser : 0.0);
   if (dlogits) dlogits->setZero(tokens, C);
   for (Index t = 0; t < tokens; ++t) {

@@ -426,7 +426,7 @@ ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Sc
   const Index R = batch.words.size();
   ParserLoss out;
   out.words = batch.words_count;
-  const double norm = normaliser > 0 ? normaliser : static_cast<double>(std::max<Index>(1, batch.words_count));
+  const double norm = nn::resolve_normaliser(fn, normaliser, static_cast<double>(std::max<Index>(1, batch.words_count)));
   // Arc cross-entropy over each word's row.
   const nn::LossResult arc = nn::cross_entropy<Scalar>(c.scores, batch.heads, batch.lengths, norm, &c.dscores);
   out.arc_sum = arc.sum;

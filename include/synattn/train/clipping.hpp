@@ -3,7 +3,9 @@
 //   total = sqrt(sum over trainable parameters of sum g^2)   (in double)
 //   coef  = max_norm / (total + 1e-6); gradients *= coef when coef < 1
 //
-// A non-finite total (a NaN or inf gradient) leaves the gradients untouched
+// Finite double gradients whose squares overflow (|g| above ~1.3e154) are
+// summed as (g / max|g|)^2 instead, as LAPACK's nrm2 does, so they are still
+// clipped. A NaN or inf gradient leaves the gradients untouched
 // and is reported in ClipResult::finite (PyTorch would scale every gradient
 // by NaN), or thrown as synattn::Error naming the first non-finite entry when
 // ClipOptions::error_if_nonfinite is set. The sum runs serially in parameter
@@ -14,11 +16,13 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "../error.hpp"
+#include "../util/finite.hpp"
 #include "../util/parameters.hpp"
 
 namespace synattn {
@@ -33,6 +37,33 @@ struct ClipResult {
 struct ClipOptions {
   bool error_if_nonfinite = false;
 };
+
+namespace clipping_detail {
+struct NonFinite {
+  bool found = false;
+  std::string name;
+  Index index = 0;
+  double value = 0;
+};
+}  // namespace clipping_detail
+
+// The first non-finite gradient of a trainable parameter, if any.
+template <class Scalar>
+clipping_detail::NonFinite first_non_finite_gradient(const std::vector<ParameterInfo>& infos,
+                                                     const Eigen::Ref<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>& g) {
+  clipping_detail::NonFinite r;
+  for (const ParameterInfo& p : infos) {
+    if (!p.trainable) continue;
+    const Index k = first_non_finite(g.data() + p.offset, p.size());
+    if (k == p.size()) continue;
+    r.found = true;
+    r.name = p.name;
+    r.index = k;
+    r.value = static_cast<double>(g[p.offset + k]);
+    return r;
+  }
+  return r;
+}
 
 template <class Scalar>
 ClipResult clip_grad_norm(const std::vector<ParameterInfo>& infos,
@@ -52,22 +83,35 @@ ClipResult clip_grad_norm(const std::vector<ParameterInfo>& infos,
   }
   ClipResult r;
   r.total_norm = std::sqrt(sum);
-  if (!std::isfinite(r.total_norm)) {
-    r.finite = false;
-    if (options.error_if_nonfinite) {
-      for (const ParameterInfo& p : infos) {
-        if (!p.trainable) continue;
-        for (Index k = 0; k < p.size(); ++k)
-          if (!std::isfinite(static_cast<double>(gradients[p.offset + k])))
-            throw Error("clip_grad_norm: gradient of '" + p.name + "' entry " + std::to_string(k) + " is " +
-                        std::to_string(static_cast<double>(gradients[p.offset + k])) +
-                        "; the total norm is not finite");
-      }
-      throw Error("clip_grad_norm: the total gradient norm overflows (" + std::to_string(r.total_norm) + ")");
+  // 1 / (total + 1e-6) as max_norm / (norm_scale * (scaled + 1e-6 / norm_scale)).
+  double norm_scale = 1, scaled_norm = r.total_norm;
+  if (!std::isfinite(sum)) {
+    // Either a gradient is not finite, or finite double gradients' squares
+    // overflowed (|g| above ~1.3e154): then the norm is taken of g / max|g|,
+    // as LAPACK's nrm2 does, instead of leaving 1e200 gradients unclipped.
+    const clipping_detail::NonFinite bad = first_non_finite_gradient<Scalar>(infos, gradients);
+    if (bad.found) {
+      r.finite = false;
+      if (options.error_if_nonfinite)
+        throw Error("clip_grad_norm: gradient of '" + bad.name + "' entry " + std::to_string(bad.index) + " is " +
+                    std::to_string(bad.value) + "; the total norm is not finite");
+      return r;
     }
-    return r;
+    for (const ParameterInfo& p : infos)
+      if (p.trainable)
+        for (Index k = 0; k < p.size(); ++k)
+          norm_scale = std::max(norm_scale, std::abs(static_cast<double>(gradients[p.offset + k])));
+    double ssq = 0;
+    for (const ParameterInfo& p : infos)
+      if (p.trainable)
+        for (Index k = 0; k < p.size(); ++k) {
+          const double g = static_cast<double>(gradients[p.offset + k]) / norm_scale;
+          ssq += g * g;
+        }
+    scaled_norm = std::sqrt(ssq);
+    r.total_norm = norm_scale * scaled_norm;  // inf only when the norm itself exceeds the largest double
   }
-  const double coef = max_norm / (r.total_norm + 1e-6);
+  const double coef = (max_norm / norm_scale) / (scaled_norm + 1e-6 / norm_scale);
   if (coef < 1) {
     r.scale = coef;
     const Scalar c = static_cast<Scalar>(coef);

@@ -33,6 +33,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/finite.hpp"
 #include "../util/parameters.hpp"
 #include "parameter_groups.hpp"
 
@@ -59,21 +60,48 @@ class Optimizer {
 
   // One update of every trainable parameter: values -= f(gradients, state).
   // values and gradients are laid out by `infos` (ParameterStore's layout).
+  //
+  // All or nothing: a non-finite gradient, or an update that would make a
+  // parameter or a state entry non-finite (a group multiplier of 1e308, say),
+  // throws naming the parameter and entry, and leaves values, state and step
+  // count as they were. The update is computed twice to know this before
+  // writing (first to check, then to write, with the same arithmetic); it
+  // reads and writes each entry a few times, next to the forward and
+  // backward passes' products.
   void step(const std::vector<ParameterInfo>& infos, Eigen::Ref<Vector> values,
             const Eigen::Ref<const Vector>& gradients) {
     check_layout("step", infos, values.size(), gradients.size());
-    check_same_model(infos, values.size());
-    if (state_.size() != state_count()) state_.assign(state_count(), Vector::Zero(values.size()));
     if (steps_ >= kMaxSteps)
       throw Error(kind() + "::step: the step count has reached " + std::to_string(kMaxSteps) +
                   " (2^53), beyond which bias corrections lose precision");
-    ++steps_;
     for (const ParameterInfo& p : infos) {
-      if (!p.trainable || p.size() == 0) continue;
-      const double lr = lr_ * groups_.lr_multiplier(p);
-      const double wd = groups_.weight_decay(p, weight_decay_);
-      update(p.offset, p.size(), lr, wd, values.data(), gradients.data());
+      if (!p.trainable) continue;
+      const Index bad = first_non_finite(gradients.data() + p.offset, p.size());
+      if (bad < p.size())
+        throw Error(kind() + "::step: the gradient of '" + p.name + "' entry " + std::to_string(bad) + " is " +
+                    number(double(gradients[p.offset + bad])) + "; nothing was updated");
     }
+    const bool had_layout = !layout_.empty();
+    check_same_model(infos, values.size());
+    const bool fresh_state = state_.size() != state_count();
+    if (fresh_state) state_.assign(state_count(), Vector::Zero(values.size()));
+    ++steps_;
+    for (const bool commit : {false, true})
+      for (const ParameterInfo& p : infos) {
+        if (!p.trainable || p.size() == 0) continue;
+        const double lr = lr_ * groups_.lr_multiplier(p);
+        const double wd = groups_.weight_decay(p, weight_decay_);
+        const Index bad = update(p.offset, p.size(), lr, wd, values.data(), gradients.data(), commit);
+        if (bad == p.size()) continue;
+        // Only the checking pass can stop here: undo what this call set up.
+        --steps_;
+        if (fresh_state) state_.clear();
+        if (!had_layout) layout_.clear();
+        throw Error(kind() + "::step: the update would make '" + p.name + "' entry " + std::to_string(bad) +
+                    " (or its optimiser state) non-finite, at learning rate " + number(lr) + " (value " +
+                    number(double(values[p.offset + bad])) + ", gradient " +
+                    number(double(gradients[p.offset + bad])) + "); nothing was updated");
+      }
   }
   void step(ParameterStore<Scalar>& store) { step(store.infos(), store.values(), store.gradients()); }
 
@@ -128,11 +156,14 @@ class Optimizer {
   Optimizer(double lr, double weight_decay, ParameterGroups groups)
       : lr_(lr), weight_decay_(weight_decay), groups_(std::move(groups)) {}
 
-  // Updates values[offset, offset + size) from gradients there, with the
-  // parameter's learning rate and weight decay; state_ is allocated and
-  // steps_ already counts this step.
-  virtual void update(Index offset, Index size, double lr, double weight_decay, Scalar* values,
-                      const Scalar* gradients) = 0;
+  // The update of values[offset, offset + size) from gradients there, with
+  // the parameter's learning rate and weight decay; state_ is allocated and
+  // steps_ already counts this step. commit false: computes it without
+  // writing and returns the index (from offset) of the first entry whose new
+  // value or state would not be finite, or size; commit true: writes it (the
+  // same arithmetic, so the same values) and returns size.
+  virtual Index update(Index offset, Index size, double lr, double weight_decay, Scalar* values,
+                       const Scalar* gradients, bool commit) = 0;
 
   static std::string number(double v) {
     char buf[32];
@@ -232,8 +263,8 @@ class Sgd final : public Optimizer<Scalar> {
   const SgdOptions& options() const noexcept { return o_; }
 
  protected:
-  void update(Index offset, Index size, double lr, double weight_decay, Scalar* values,
-              const Scalar* gradients) override {
+  Index update(Index offset, Index size, double lr, double weight_decay, Scalar* values, const Scalar* gradients,
+               bool commit) override {
     const Scalar s_lr = static_cast<Scalar>(lr), s_wd = static_cast<Scalar>(weight_decay);
     const Scalar mu = static_cast<Scalar>(o_.momentum), keep = static_cast<Scalar>(1.0 - o_.dampening);
     Scalar* buf = o_.momentum != 0 ? this->state_[0].data() + offset : nullptr;
@@ -243,12 +274,20 @@ class Sgd final : public Optimizer<Scalar> {
     for (Index i = 0; i < size; ++i) {
       Scalar g = grad[i];
       if (weight_decay != 0) g = g + s_wd * p[i];
+      Scalar b = 0;
       if (buf) {
-        buf[i] = first ? g : mu * buf[i] + keep * g;
-        g = o_.nesterov ? g + mu * buf[i] : buf[i];
+        b = first ? g : mu * buf[i] + keep * g;
+        g = o_.nesterov ? g + mu * b : b;
       }
-      p[i] = p[i] - s_lr * g;
+      const Scalar next = p[i] - s_lr * g;
+      if (!commit) {
+        if (!std::isfinite(next) || !std::isfinite(b)) return i;
+        continue;
+      }
+      if (buf) buf[i] = b;
+      p[i] = next;
     }
+    return size;
   }
 
  private:
@@ -307,8 +346,8 @@ class Adam final : public Optimizer<Scalar> {
   const AdamOptions& options() const noexcept { return o_; }
 
  protected:
-  void update(Index offset, Index size, double lr, double weight_decay, Scalar* values,
-              const Scalar* gradients) override {
+  Index update(Index offset, Index size, double lr, double weight_decay, Scalar* values, const Scalar* gradients,
+               bool commit) override {
     const double t = static_cast<double>(this->steps_);
     const double bias_correction1 = 1.0 - std::pow(o_.beta1, t);
     const double bias_correction2 = 1.0 - std::pow(o_.beta2, t);
@@ -324,23 +363,42 @@ class Adam final : public Optimizer<Scalar> {
     // vectorising (errno), which made the update scalar and 3-4x slower.
     using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
     constexpr Index kBlock = 1024;
+    // The block's new values, on the stack (no allocation after the first
+    // step): written back only when committing.
+    using BlockArray = Eigen::Array<Scalar, Eigen::Dynamic, 1, Eigen::ColMajor, kBlock, 1>;
+    BlockArray m_new, v_new, p_new;
     for (Index b0 = 0; b0 < size; b0 += kBlock) {
       const Index len = std::min(kBlock, size - b0);
       Eigen::Map<Array> m(this->state_[0].data() + offset + b0, len);
       Eigen::Map<Array> v(this->state_[1].data() + offset + b0, len);
       Eigen::Map<Array> p(values + offset + b0, len);
       const Eigen::Map<const Array> grad(gradients + offset + b0, len);
+      m_new.resize(len);
+      v_new.resize(len);
+      p_new.resize(len);
       const auto update_with = [&](const auto& g) {
-        m = m * b1 + one_b1 * g;
-        v = v * b2 + one_b2 * (g * g);
-        p = p + (-step_size) * (m / (v.sqrt() / bc2_sqrt + eps));
+        m_new = m * b1 + one_b1 * g;
+        v_new = v * b2 + one_b2 * (g * g);
+        p_new = p_new + (-step_size) * (m_new / (v_new.sqrt() / bc2_sqrt + eps));
       };
-      if (weight_decay != 0 && decoupled) p *= decay;
+      if (weight_decay != 0 && decoupled)
+        p_new = p * decay;
+      else
+        p_new = p;
       if (weight_decay != 0 && !decoupled)
-        update_with(grad + decay * p);  // read by the first two statements, before p changes
+        update_with(grad + decay * p);
       else
         update_with(grad);
+      if (commit) {
+        m = m_new;
+        v = v_new;
+        p = p_new;
+      } else if (!all_finite(p_new) || !all_finite(m_new) || !all_finite(v_new)) {
+        for (Index i = 0; i < len; ++i)
+          if (!std::isfinite(p_new[i]) || !std::isfinite(m_new[i]) || !std::isfinite(v_new[i])) return b0 + i;
+      }
     }
+    return size;
   }
 
  private:
