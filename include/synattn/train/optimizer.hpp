@@ -271,21 +271,39 @@ class Sgd final : public Optimizer<Scalar> {
     const bool first = this->steps_ == 1;
     Scalar* p = values + offset;
     const Scalar* grad = gradients + offset;
-    for (Index i = 0; i < size; ++i) {
-      Scalar g = grad[i];
-      if (weight_decay != 0) g = g + s_wd * p[i];
-      Scalar b = 0;
-      if (buf) {
-        b = first ? g : mu * buf[i] + keep * g;
-        g = o_.nesterov ? g + mu * b : b;
+    if (commit) {
+      for (Index i = 0; i < size; ++i) {
+        Scalar g = grad[i];
+        if (weight_decay != 0) g = g + s_wd * p[i];
+        if (buf) {
+          buf[i] = first ? g : mu * buf[i] + keep * g;
+          g = o_.nesterov ? g + mu * buf[i] : buf[i];
+        }
+        p[i] = p[i] - s_lr * g;
       }
-      const Scalar next = p[i] - s_lr * g;
-      if (!commit) {
-        if (!std::isfinite(next) || !std::isfinite(b)) return i;
-        continue;
+      return size;
+    }
+    // The same statements into a block of locals, then one vectorised
+    // finiteness test per block (the loop itself stays free of reductions).
+    constexpr Index kBlock = 1024;
+    Scalar next[kBlock], moment[kBlock];
+    for (Index b0 = 0; b0 < size; b0 += kBlock) {
+      const Index len = std::min(kBlock, size - b0);
+      for (Index j = 0; j < len; ++j) {
+        const Index i = b0 + j;
+        Scalar g = grad[i];
+        if (weight_decay != 0) g = g + s_wd * p[i];
+        Scalar b = 0;
+        if (buf) {
+          b = first ? g : mu * buf[i] + keep * g;
+          g = o_.nesterov ? g + mu * b : b;
+        }
+        moment[j] = b;
+        next[j] = p[i] - s_lr * g;
       }
-      if (buf) buf[i] = b;
-      p[i] = next;
+      if (all_finite_contiguous(next, len) && all_finite_contiguous(moment, len)) continue;
+      for (Index j = 0; j < len; ++j)
+        if (!std::isfinite(next[j]) || !std::isfinite(moment[j])) return b0 + j;
     }
     return size;
   }
@@ -363,40 +381,48 @@ class Adam final : public Optimizer<Scalar> {
     // vectorising (errno), which made the update scalar and 3-4x slower.
     using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
     constexpr Index kBlock = 1024;
-    // The block's new values, on the stack (no allocation after the first
-    // step): written back only when committing.
+    // The checking pass computes a block's new second moments and values on
+    // the stack (no allocation after the first step) with the committing
+    // pass's statements; a finite new value also means a finite first moment
+    // (an infinite one would make it infinite or NaN), so p and v are scanned.
     using BlockArray = Eigen::Array<Scalar, Eigen::Dynamic, 1, Eigen::ColMajor, kBlock, 1>;
-    BlockArray m_new, v_new, p_new;
+    BlockArray v_new, p_new;
     for (Index b0 = 0; b0 < size; b0 += kBlock) {
       const Index len = std::min(kBlock, size - b0);
       Eigen::Map<Array> m(this->state_[0].data() + offset + b0, len);
       Eigen::Map<Array> v(this->state_[1].data() + offset + b0, len);
       Eigen::Map<Array> p(values + offset + b0, len);
       const Eigen::Map<const Array> grad(gradients + offset + b0, len);
-      m_new.resize(len);
+      if (commit) {
+        const auto update_with = [&](const auto& g) {
+          m = m * b1 + one_b1 * g;
+          v = v * b2 + one_b2 * (g * g);
+          p = p + (-step_size) * (m / (v.sqrt() / bc2_sqrt + eps));
+        };
+        if (weight_decay != 0 && decoupled) p *= decay;
+        if (weight_decay != 0 && !decoupled)
+          update_with(grad + decay * p);  // read by the first two statements, before p changes
+        else
+          update_with(grad);
+        continue;
+      }
       v_new.resize(len);
       p_new.resize(len);
-      const auto update_with = [&](const auto& g) {
-        m_new = m * b1 + one_b1 * g;
+      const auto check_with = [&](const auto& g) {
         v_new = v * b2 + one_b2 * (g * g);
-        p_new = p_new + (-step_size) * (m_new / (v_new.sqrt() / bc2_sqrt + eps));
+        p_new = p_new + (-step_size) * ((m * b1 + one_b1 * g) / (v_new.sqrt() / bc2_sqrt + eps));
       };
       if (weight_decay != 0 && decoupled)
         p_new = p * decay;
       else
         p_new = p;
       if (weight_decay != 0 && !decoupled)
-        update_with(grad + decay * p);
+        check_with(grad + decay * p);
       else
-        update_with(grad);
-      if (commit) {
-        m = m_new;
-        v = v_new;
-        p = p_new;
-      } else if (!all_finite(p_new) || !all_finite(m_new) || !all_finite(v_new)) {
-        for (Index i = 0; i < len; ++i)
-          if (!std::isfinite(p_new[i]) || !std::isfinite(m_new[i]) || !std::isfinite(v_new[i])) return b0 + i;
-      }
+        check_with(grad);
+      if (all_finite(p_new) && all_finite(v_new)) continue;
+      for (Index i = 0; i < len; ++i)
+        if (!std::isfinite(p_new[i]) || !std::isfinite(v_new[i])) return b0 + i;
     }
     return size;
   }
