@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace {
@@ -116,7 +117,29 @@ void BM_TrainStep(benchmark::State& state) {
   state.SetLabel(std::string(shape.d_model == 128 ? "d128" : "d256") + (biased ? " shared" : " none"));
 }
 
+// One optimiser step over 2^21 float parameters (16 matrices of 256 x 512),
+// the size of the d256 model: what Optimizer::step's all-or-nothing rule
+// costs (a checking pass, then the update) next to a whole training step.
+void BM_OptimizerStep(benchmark::State& state) {
+  ParameterStore<float> store;
+  for (int i = 0; i < 16; ++i) store.add("layers." + std::to_string(i) + ".weight", 256, 512);
+  store.values().setConstant(0.5f);
+  store.gradients().setConstant(1e-3f);
+  SgdOptions so;
+  so.momentum = 0.9;
+  Sgd<float> sgd(so);
+  Adam<float> adam(AdamOptions::adamw());
+  Optimizer<float>& opt = state.range(0) == 0 ? static_cast<Optimizer<float>&>(adam) : sgd;
+  for (auto _ : state) {
+    opt.step(store);
+    benchmark::DoNotOptimize(store.values().data());
+  }
+  state.SetLabel(opt.kind() + (state.range(0) == 1 ? " momentum" : ""));
+}
+
 }  // namespace
+
+BENCHMARK(BM_OptimizerStep)->ArgName("optimizer")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Arguments: model (0 = d128, 1 = d256), biased (0 none, 1 shared), threads.
 BENCHMARK(BM_TrainStep)

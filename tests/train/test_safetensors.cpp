@@ -175,6 +175,10 @@ TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors
       {"metadata not strings", file_of(R"({"__metadata__":{"k":1}})", 0),
        "__metadata__ entry 'k' is a number, expected a string"},
       {"metadata not an object", file_of(R"({"__metadata__":[]})", 0), "__metadata__ is not an object"},
+      {"metadata twice", file_of(R"({"__metadata__":{"k":"1"},"__metadata__":{"k":"2"}})", 0),
+       "'__metadata__' appears twice"},
+      {"entry an array", file_of(R"({"a":[1,2]})", 0), "tensor 'a': entry is a array, expected an object"},
+      {"an entry's fault before bad JSON", file_of(R"({"a":{"dtype":"F1"},"b":)", 0), "tensor 'a': missing"},
   };
   for (const Case& c : cases) {
     INFO(c.what);

@@ -38,10 +38,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -241,42 +243,54 @@ inline std::string shape_text(const std::vector<std::uint64_t>& shape) {
   return s + "]";
 }
 
-// The header's JSON, parsed into a DOM in linear time. nlohmann's parse
-// callback, which this replaces, rescans the enclosing object at the end of
-// every nested object (quadratic in the number of tensors: 40,000 took 14 s),
-// and its plain parse keeps the last of two equal keys silently. This SAX
-// handler feeds nlohmann's own DOM builder and refuses, as it reads,
-//  - a tensor name seen before (nothing is silently replaced), and
-//  - nesting deeper than a shape array (depth 3: header, entry, shape), so a
-//    hostile header of nested brackets costs no memory beyond its bytes.
+// The header's JSON, read in linear time and bounded memory. nlohmann's
+// parse callback, which an earlier reader used, rescans the enclosing object
+// at the end of every nested object (quadratic in the number of tensors:
+// 40,000 took 14 s), and a whole-header DOM costs about ten times the
+// header's bytes (a 17 MB header of 200,000 tensors peaked at 223 MB). This
+// SAX handler builds nlohmann's DOM of one top-level entry at a time (a
+// tensor's dtype, shape and offsets, or the metadata), hands it to
+// `on_entry` (which may throw; the exception is carried out of the parse),
+// and drops it. It refuses, as it reads, nesting deeper than a shape array
+// (depth 3: header, entry, shape), so a hostile header of nested brackets
+// costs no memory beyond its bytes.
 class HeaderSax {
  public:
   using json = nlohmann::json;
-  explicit HeaderSax(json& out) : dom_(out, false) {}
+  using Entry = std::function<void(const std::string& name, const json& value)>;
+  explicit HeaderSax(Entry on_entry) : on_entry_(std::move(on_entry)) {}
 
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& text) { return dom_.number_float(v, text); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t elements) { return enter() && dom_.start_object(elements); }
-  bool end_object() {
-    --depth_;
-    return dom_.end_object();
+  bool null() { return scalar([&] { return dom_->null(); }); }
+  bool boolean(bool v) { return scalar([&] { return dom_->boolean(v); }); }
+  bool number_integer(json::number_integer_t v) { return scalar([&] { return dom_->number_integer(v); }); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar([&] { return dom_->number_unsigned(v); }); }
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    return scalar([&] { return dom_->number_float(v, text); });
   }
-  bool start_array(std::size_t elements) { return enter() && dom_.start_array(elements); }
+  bool string(json::string_t& v) { return scalar([&] { return dom_->string(v); }); }
+  bool binary(json::binary_t& v) { return scalar([&] { return dom_->binary(v); }); }
+  bool start_object(std::size_t elements) {
+    if (depth_ == 0) return ++depth_, true;  // the header itself
+    return enter() && dom_->start_object(elements);
+  }
+  bool end_object() {
+    if (--depth_ == 0) return true;
+    return dom_->end_object() && (depth_ > 1 || finish_entry());
+  }
+  bool start_array(std::size_t elements) {
+    if (depth_ == 0) return not_an_object();
+    return enter() && dom_->start_array(elements);
+  }
   bool end_array() {
     --depth_;
-    return dom_.end_array();
+    return dom_->end_array() && (depth_ > 1 || finish_entry());
   }
   bool key(json::string_t& name) {
-    if (depth_ == 1 && !names_.insert(name).second) {
-      problem = "tensor '" + name + "' appears twice in the header";
-      return false;
-    }
-    return dom_.key(name);
+    if (depth_ > 1) return dom_->key(name);
+    name_ = name;  // a new top-level entry
+    entry_ = json();
+    dom_.emplace(entry_, false);
+    return true;
   }
   template <class Exception>
   bool parse_error(std::size_t, const std::string&, const Exception& e) {
@@ -284,10 +298,16 @@ class HeaderSax {
     return false;
   }
 
-  std::string problem;     // a refusal of ours (duplicate, nesting)
-  std::string json_error;  // nlohmann's message for text that is not JSON
+  std::string problem;       // a refusal of ours (nesting, not an object)
+  std::string json_error;    // nlohmann's message for text that is not JSON
+  std::exception_ptr error;  // what on_entry threw
 
  private:
+  template <class F>
+  bool scalar(F&& forward) {
+    if (depth_ == 0) return not_an_object();
+    return forward() && (depth_ > 1 || finish_entry());
+  }
   bool enter() {
     if (++depth_ > 3) {
       problem = "header nests deeper than the format allows";
@@ -295,9 +315,25 @@ class HeaderSax {
     }
     return true;
   }
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  bool not_an_object() {
+    problem = "header is not a JSON object";
+    return false;
+  }
+  bool finish_entry() {
+    try {
+      on_entry_(name_, entry_);
+    } catch (...) {
+      error = std::current_exception();
+      return false;
+    }
+    entry_ = json();  // the entry's memory goes back now, not at the end
+    return true;
+  }
+  Entry on_entry_;
+  std::optional<nlohmann::detail::json_sax_dom_parser<json>> dom_;
+  json entry_;
+  std::string name_;
   int depth_ = 0;
-  std::set<std::string> names_;
 };
 
 }  // namespace safetensors_detail
@@ -373,13 +409,6 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
     throw fail("header holds a NUL byte at offset " +
                std::to_string(static_cast<const char*>(nul) - text) + " (JSON text has none)");
 
-  json header;
-  d::HeaderSax sax(header);
-  const bool parsed = json::sax_parse(text, text + n, &sax);
-  if (!sax.problem.empty()) throw fail(sax.problem);
-  if (!parsed) throw fail("header is not valid JSON: " + sax.json_error);
-  if (!header.is_object()) throw fail("header is not a JSON object");
-
   const std::uint64_t data_size = size - 8 - n;
   const unsigned char* base = bytes + 8 + n;
   SafetensorsFile out;
@@ -388,18 +417,20 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
     const std::string* name;
   };
   std::vector<Span> spans;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& name = it.key();
-    const json& entry = it.value();
+  bool has_metadata = false;
+  const auto add_entry = [&](const std::string& name, const json& entry) {
     if (name == "__metadata__") {
+      if (has_metadata) throw fail("'__metadata__' appears twice in the header");
+      has_metadata = true;
       if (!entry.is_object()) throw fail("__metadata__ is not an object of strings");
       for (auto m = entry.begin(); m != entry.end(); ++m) {
         if (!m.value().is_string())
           throw fail("__metadata__ entry '" + m.key() + "' is a " + m.value().type_name() + ", expected a string");
         out.metadata[m.key()] = m.value().get<std::string>();
       }
-      continue;
+      return;
     }
+    if (out.tensors.count(name) != 0) throw fail("tensor '" + name + "' appears twice in the header");
     const std::string what = "tensor '" + name + "': ";
     if (!entry.is_object()) throw fail(what + "entry is a " + std::string(entry.type_name()) + ", expected an object");
     for (auto k = entry.begin(); k != entry.end(); ++k)
@@ -439,7 +470,12 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
     t.bytes.assign(base + begin, base + end);
     auto placed = out.tensors.emplace(name, std::move(t));
     spans.push_back(Span{begin, end, &placed.first->first});
-  }
+  };
+  d::HeaderSax sax(add_entry);
+  const bool parsed = json::sax_parse(text, text + n, &sax);
+  if (sax.error) std::rethrow_exception(sax.error);
+  if (!sax.problem.empty()) throw fail(sax.problem);
+  if (!parsed) throw fail("header is not valid JSON: " + sax.json_error);
   // Every data byte belongs to exactly one tensor.
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
