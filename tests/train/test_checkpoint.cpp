@@ -323,6 +323,12 @@ TEST_CASE("saving NaN or infinity is refused naming the tensor and element, leav
     CHECK_THROWS_WITH(synattn::save_weights_half(half, a, {}, keep),
                       Catch::Contains("parameter 'layers.0.attention.table' has a value beyond F16's range"));
     CHECK(file_bytes(half) == good_half);
+    // A double beyond float's range too (it became float inf on the way,
+    // which half_from took for a deliberate infinity and wrote).
+    a.values()[6] = 1e300;
+    CHECK_THROWS_WITH(synattn::save_weights_half(half, a, {}, keep),
+                      Catch::Contains("parameter 'layers.0.attention.table' has a value beyond F16's range"));
+    CHECK(file_bytes(half) == good_half);
   }
 }
 

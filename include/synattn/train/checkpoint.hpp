@@ -171,13 +171,15 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
   const bool same = t.dtype == want;
   for (Index i = 0; i < p.size(); ++i) {
     // The model's own dtype is copied bit for bit (NaN payloads included);
-    // another goes through double, which holds F16, F32 and F64 exactly.
+    // another goes through double, which holds F16, F32 and F64 exactly, and
+    // is range-checked before the cast (a finite double beyond float's range
+    // is undefined behaviour to convert, and would silently become inf).
     const double wide = same ? 0.0 : t.get<double>(static_cast<std::size_t>(i));
+    if (!same && std::isfinite(wide) && std::abs(wide) > static_cast<double>(std::numeric_limits<Scalar>::max()))
+      throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
+                                    " overflows the model's " + safetensors_dtype_name(want) + " (convert_dtype)");
     const Scalar v = same ? t.get<Scalar>(static_cast<std::size_t>(i)) : static_cast<Scalar>(wide);
     if (!std::isfinite(v)) {
-      if (!same && std::isfinite(wide))
-        throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
-                                      " overflows the model's " + safetensors_dtype_name(want) + " (convert_dtype)");
       if (!options.allow_non_finite)
         throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite (" +
                                       non_finite_name(static_cast<double>(v)) +
@@ -307,9 +309,17 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
     const auto v = store.value(i);
     d::check_finite_for_save("save_weights_half", "parameter '" + p.name + "'", v.data(), p.size(),
                              options.allow_non_finite);
-    staged.assign(v.data(), v.data() + p.size());
+    // A finite double beyond float's range would become inf on the way to
+    // float (undefined behaviour, and then half_from sees no overflow): it
+    // is beyond F16's range all the more.
     bool finite = true;
-    file.tensors[p.name] = SafeTensor::half_from(staged.data(), d::shape_of(p), &finite);
+    for (Index k = 0; k < p.size() && finite; ++k)
+      finite = !std::isfinite(v.data()[k]) ||
+               std::abs(static_cast<double>(v.data()[k])) <= static_cast<double>(std::numeric_limits<float>::max());
+    if (finite) {
+      staged.assign(v.data(), v.data() + p.size());
+      file.tensors[p.name] = SafeTensor::half_from(staged.data(), d::shape_of(p), &finite);
+    }
     if (!finite) throw Error("save_weights_half: parameter '" + p.name + "' has a value beyond F16's range (|v| >= 65520)");
   }
   save_safetensors(path, file);
