@@ -421,6 +421,18 @@ TEST_CASE("an optimiser state of another model's size is refused when saving, no
                     Catch::Contains("the optimizer's 'exp_avg' state holds 3 entries, the parameters 13"));
 }
 
+// A parameter named like optimiser state ("optimizer.exp_avg.w") was
+// silently overwritten by the state of parameter "w".
+TEST_CASE("a parameter named like optimiser state is refused when saving", "[checkpoint][errors]") {
+  ParameterStore<double> store;
+  store.add("w", 1, 2);
+  store.add("optimizer.exp_avg.w", 1, 2);
+  Adam<double> opt(AdamOptions{});
+  CHECK_THROWS_WITH(synattn::make_checkpoint(store, &opt, 1),
+                    Catch::Contains("parameter name 'optimizer.exp_avg.w' is reserved"));
+  CHECK_THROWS_WITH(synattn::make_checkpoint<double>(store, nullptr, 1), Catch::Contains("is reserved"));
+}
+
 namespace {
 
 using Layer = synattn::SyntaxBiasedAttention<double>;

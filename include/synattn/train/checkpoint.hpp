@@ -219,6 +219,10 @@ SafetensorsFile make_checkpoint(const std::vector<ParameterInfo>& infos,
   for (std::size_t i = 0; i < infos.size(); ++i) {
     const ParameterInfo& p = infos[i];
     check_parameter_span(fn, i, p, values.size());
+    // Optimiser state is stored as optimizer.<state>.<parameter>: a parameter
+    // named so would be overwritten by another's state.
+    if (starts_with(p.name, "optimizer."))
+      throw Error("save_checkpoint: parameter name '" + p.name + "' is reserved (optimizer.* holds optimiser state)");
     d::check_finite_for_save(fn, "parameter '" + p.name + "'", values.data() + p.offset, p.size(),
                              options.allow_non_finite);
     if (!file.tensors.emplace(p.name, SafeTensor::from(values.data() + p.offset, d::shape_of(p))).second)
