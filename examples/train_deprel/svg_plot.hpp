@@ -16,12 +16,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <synattn/error.hpp>
+#include <synattn/io/atomic_file.hpp>
 
 namespace train_deprel {
 
@@ -293,11 +293,10 @@ inline std::string render_heat_map(const HeatMap& map) {
   return out + "</svg>\n";
 }
 
+// Through io/atomic_file.hpp, as every file the library writes: a full disk
+// leaves the previous figure or table, not a truncated one.
 inline void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw synattn::Error("write_text_file: cannot open '" + path + "' for writing");
-  out << text;
-  if (!out) throw synattn::Error("write_text_file: writing '" + path + "' failed");
+  synattn::write_file_atomically(path, text, "write_text_file");
 }
 
 }  // namespace train_deprel
