@@ -57,6 +57,7 @@
 
 #include "../error.hpp"
 #include "../io/safetensors.hpp"
+#include "../util/finite.hpp"
 #include "../util/parameters.hpp"
 #include "optimizer.hpp"
 
@@ -127,20 +128,12 @@ inline std::string number_text(double v) {
 
 inline const char* non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf"; }
 
-// Index of the first NaN or infinity of data[0, n), or -1.
-template <class Scalar>
-Index first_non_finite(const Scalar* data, Index n) {
-  for (Index i = 0; i < n; ++i)
-    if (!std::isfinite(data[i])) return i;
-  return -1;
-}
-
 // Throws unless data[0, n) is finite or `allowed` (see the file comment).
 template <class Scalar>
 void check_finite_for_save(const char* fn, const std::string& what, const Scalar* data, Index n, bool allowed) {
   if (allowed) return;
-  const Index i = first_non_finite(data, n);
-  if (i < 0) return;
+  const Index i = first_non_finite(data, n);  // util/finite.hpp
+  if (i == n) return;
   throw Error(std::string(fn) + ": " + what + " element " + std::to_string(i) + " is " +
               non_finite_name(static_cast<double>(data[i])) +
               "; nothing was written (set CheckpointSaveOptions::allow_non_finite to keep a diverged run)");

@@ -38,33 +38,6 @@ struct ClipOptions {
   bool error_if_nonfinite = false;
 };
 
-namespace clipping_detail {
-struct NonFinite {
-  bool found = false;
-  std::string name;
-  Index index = 0;
-  double value = 0;
-};
-}  // namespace clipping_detail
-
-// The first non-finite gradient of a trainable parameter, if any.
-template <class Scalar>
-clipping_detail::NonFinite first_non_finite_gradient(const std::vector<ParameterInfo>& infos,
-                                                     const Eigen::Ref<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>& g) {
-  clipping_detail::NonFinite r;
-  for (const ParameterInfo& p : infos) {
-    if (!p.trainable) continue;
-    const Index k = first_non_finite(g.data() + p.offset, p.size());
-    if (k == p.size()) continue;
-    r.found = true;
-    r.name = p.name;
-    r.index = k;
-    r.value = static_cast<double>(g[p.offset + k]);
-    return r;
-  }
-  return r;
-}
-
 template <class Scalar>
 ClipResult clip_grad_norm(const std::vector<ParameterInfo>& infos,
                           Eigen::Ref<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>> gradients, double max_norm,
@@ -89,7 +62,7 @@ ClipResult clip_grad_norm(const std::vector<ParameterInfo>& infos,
     // Either a gradient is not finite, or finite double gradients' squares
     // overflowed (|g| above ~1.3e154): then the norm is taken of g / max|g|,
     // as LAPACK's nrm2 does, instead of leaving 1e200 gradients unclipped.
-    const clipping_detail::NonFinite bad = first_non_finite_gradient<Scalar>(infos, gradients);
+    const NonFiniteEntry bad = first_non_finite_entry(infos, gradients.data());
     if (bad.found) {
       r.finite = false;
       if (options.error_if_nonfinite)

@@ -74,13 +74,10 @@ class Optimizer {
     if (steps_ >= kMaxSteps)
       throw Error(kind() + "::step: the step count has reached " + std::to_string(kMaxSteps) +
                   " (2^53), beyond which bias corrections lose precision");
-    for (const ParameterInfo& p : infos) {
-      if (!p.trainable) continue;
-      const Index bad = first_non_finite(gradients.data() + p.offset, p.size());
-      if (bad < p.size())
-        throw Error(kind() + "::step: the gradient of '" + p.name + "' entry " + std::to_string(bad) + " is " +
-                    number(double(gradients[p.offset + bad])) + "; nothing was updated");
-    }
+    const NonFiniteEntry bad_gradient = first_non_finite_entry(infos, gradients.data());
+    if (bad_gradient.found)
+      throw Error(kind() + "::step: the gradient of '" + bad_gradient.name + "' entry " +
+                  std::to_string(bad_gradient.index) + " is " + number(bad_gradient.value) + "; nothing was updated");
     const bool had_layout = !layout_.empty();
     check_same_model(infos, values.size());
     const bool fresh_state = state_.size() != state_count();

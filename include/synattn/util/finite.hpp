@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "../error.hpp"
 #include "../matrix.hpp"
@@ -57,6 +58,30 @@ Index first_non_finite(const Scalar* p, Index n) noexcept {
   Index i = 0;
   while (i < n && std::isfinite(p[i])) ++i;
   return i;
+}
+
+// The first non-finite entry of a trainable parameter in a flat buffer laid
+// out by `infos` (values or gradients), if any.
+struct NonFiniteEntry {
+  bool found = false;
+  std::string name;  // the parameter's
+  Index index = 0;   // within it
+  double value = 0;
+};
+template <class Scalar>
+NonFiniteEntry first_non_finite_entry(const std::vector<ParameterInfo>& infos, const Scalar* flat) {
+  NonFiniteEntry r;
+  for (const ParameterInfo& p : infos) {
+    if (!p.trainable) continue;
+    const Index k = first_non_finite(flat + p.offset, p.size());
+    if (k == p.size()) continue;
+    r.found = true;
+    r.name = p.name;
+    r.index = k;
+    r.value = static_cast<double>(flat[p.offset + k]);
+    break;
+  }
+  return r;
 }
 
 // Every parameter of `store` (values, or with `gradients` the gradients):
