@@ -244,12 +244,19 @@ void run(FuzzedDataProvider& in) {
     // Backward through this layer's cache.
     const Matrix dout = Matrix::Constant(out.rows(), out.cols(), Scalar(0.5));
     Matrix dx(x.rows(), x.cols()), dmem(mem.rows(), mem.cols());
-    try {
-      if (cross)
-        layer.backward_cross(cache, dout, dx, dmem);
-      else
-        layer.backward(cache, dout, dx);
-    } catch (const synattn::Error&) {
+    // True when `l`'s backward refuses this cache with a synattn::Error.
+    const auto refuses = [&](Layer& l, Matrix& gx, Matrix& gmem) {
+      try {
+        if (cross)
+          l.backward_cross(cache, dout, gx, gmem);
+        else
+          l.backward(cache, dout, gx);
+      } catch (const synattn::Error&) {
+        return true;
+      }
+      return false;
+    };
+    if (refuses(layer, dx, dmem)) {
       require(!d.tame);
       return;
     }
@@ -258,18 +265,9 @@ void run(FuzzedDataProvider& in) {
     // A second backward on the used cache is refused (it would add the
     // gradients again), and leaves them as they were.
     const Vector before = layer.gradients();
-    bool refused = false;
-    try {
-      if (cross)
-        layer.backward_cross(cache, dout, dx, dmem);
-      else
-        layer.backward(cache, dout, dx);
-    } catch (const synattn::Error&) {
-      refused = true;
-    }
     // Bits, not values: an untame run's gradients may hold NaN.
-    require(refused && std::memcmp(before.data(), layer.gradients().data(),
-                                   static_cast<std::size_t>(before.size()) * sizeof(Scalar)) == 0);
+    require(refuses(layer, dx, dmem) && std::memcmp(before.data(), layer.gradients().data(),
+                                                    static_cast<std::size_t>(before.size()) * sizeof(Scalar)) == 0);
 
     // The same cache handed to another layer, even one of the very same
     // options (so the same shapes): always refused, never a memory error.
@@ -279,16 +277,7 @@ void run(FuzzedDataProvider& in) {
       if (d.flag()) o2 = o;  // sometimes the very same options
       Layer other(o2);
       Matrix dx2(x.rows(), o2.d_model), dmem2(mem.rows(), other.memory_size());
-      bool other_refused = false;
-      try {
-        if (cross)
-          other.backward_cross(cache, dout, dx2, dmem2);
-        else
-          other.backward(cache, dout, dx2);
-      } catch (const synattn::Error&) {
-        other_refused = true;
-      }
-      require(other_refused);
+      require(refuses(other, dx2, dmem2));
     } catch (const synattn::Error&) {
     }
   }

@@ -64,7 +64,6 @@ class CacheStamp {
     owner_ = owner.value();
     used_ = false;
   }
-  bool filled_by(const LayerIdentity& owner) const noexcept { return owner_ != 0 && owner_ == owner.value(); }
   bool used() const noexcept { return used_; }
 
   // In backward(), before any gradient is written: throws unless `owner`
@@ -88,11 +87,6 @@ class CacheStamp {
   }
   // After the rest of backward()'s checks, before its first write.
   void mark_used() noexcept { used_ = true; }
-  // check() and mark_used() together, for a backward() with no other checks.
-  void use(const char* fn, const LayerIdentity& owner) {
-    check(fn, owner);
-    mark_used();
-  }
 
  private:
   std::uint64_t owner_ = 0;  // 0: not filled (identities start at 1)
