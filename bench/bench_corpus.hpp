@@ -5,7 +5,7 @@
 #ifndef SYNATTN_BENCH_BENCH_CORPUS_HPP
 #define SYNATTN_BENCH_BENCH_CORPUS_HPP
 
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 
 #include <cstddef>
 #include <string>

@@ -14,7 +14,7 @@
 // DependencyTree and timed separately by BM_TreeBuild.
 #include <benchmark/benchmark.h>
 
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 #include <synattn/tree/distance.hpp>
 
 #include "bench_corpus.hpp"

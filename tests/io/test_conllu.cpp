@@ -9,7 +9,6 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
-#include <synattn/tree/conllu.hpp>  // the old path still compiles (a forwarding header)
 
 #include "support/test_data.hpp"
 #include "support/conllu_rows.hpp"
