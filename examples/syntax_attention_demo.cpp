@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
   } catch (const synattn::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
+  } catch (const synattn::RuntimeError& e) {  // the file: cannot be read, or malformed
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -181,6 +181,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
+  } catch (const synattn::RuntimeError& e) {  // the file: cannot be read, or malformed
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -193,6 +193,8 @@ void run(const std::string& text) {
     raw = synattn::read_conllu(in, "fuzz", synattn::ConlluMode::Lenient);
   } catch (const synattn::Error&) {
     return;
+  } catch (const synattn::ParseError&) {
+    return;
   }
   Corpus corpus;
   for (const synattn::ConlluSentence& s : raw) {
@@ -251,6 +253,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Everything above was built from sentences the reader accepted: an
     // Error here is the library refusing its own output, a finding too.
     std::fprintf(stderr, "fuzz_batch: unexpected synattn::Error: %s\n", e.what());
+    std::abort();
+  } catch (const synattn::ParseError& e) {  // the same finding, as a runtime error
+    std::fprintf(stderr, "fuzz_batch: unexpected synattn::ParseError: %s\n", e.what());
     std::abort();
   }
   return 0;

@@ -76,6 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     f = synattn::parse_safetensors(data, size, "fuzz");
   } catch (const synattn::Error&) {
     return 0;
+  } catch (const synattn::ParseError&) {
+    return 0;
   }
   check_accepted(f);
   check_parser_metadata(f);

@@ -76,7 +76,7 @@ inline int run_parse(const ParseConfig& cfg, std::istream& stdin_stream, std::os
   if (cfg.output_path == "-") {
     stdout_stream << text;
     stdout_stream.flush();
-    if (!stdout_stream) throw synattn::Error("writing the output failed");
+    if (!stdout_stream) throw synattn::RuntimeError("writing the output failed");
   } else {
     synattn::write_file_atomically(cfg.output_path, text, "parse");
   }

@@ -103,7 +103,7 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
 // Appends one line to `path` (created if absent).
 inline void append_json_line(const std::string& path, const RunResult& r) {
   std::ofstream out(path, std::ios::app);
-  if (!out) throw synattn::Error("append_json_line: cannot open '" + path + "' for appending");
+  if (!out) throw synattn::RuntimeError("append_json_line: cannot open '" + path + "' for appending");
   out << to_json(r).dump() << '\n';
   if (!out) throw synattn::Error("append_json_line: writing '" + path + "' failed");
 }
@@ -112,7 +112,7 @@ inline void append_json_line(const std::string& path, const RunResult& r) {
 // file and line.
 inline std::vector<RunResult> read_json_lines(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw synattn::Error("read_json_lines: cannot open '" + path + "'");
+  if (!in) throw synattn::RuntimeError("read_json_lines: cannot open '" + path + "'");
   std::vector<RunResult> out;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {

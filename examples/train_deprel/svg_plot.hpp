@@ -245,8 +245,8 @@ inline std::string render_heat_map(const HeatMap& map) {
                            std::to_string(map.values[r].size()) + " values, expected " + std::to_string(cols));
   if (map.row_labels.size() != rows || map.col_labels.size() != cols)
     throw synattn::Error("render_heat_map: " + std::to_string(map.row_labels.size()) + " row and " +
-                         std::to_string(map.col_labels.size()) + " column labels for a " + std::to_string(rows) +
-                         "x" + std::to_string(cols) + " grid; expected one per row and column");
+                         std::to_string(map.col_labels.size()) + " column labels for a " +
+                         synattn::shape_text(rows, cols) + " grid; expected one per row and column");
   double max_abs = 0.0;
   for (const auto& row : map.values)
     for (double v : row)

@@ -1,24 +1,72 @@
 // synattn — the library's exception types.
 //
-// Every error derives from synattn::Error, which derives from
-// std::invalid_argument, so callers may catch either. Messages say what was
-// expected and what was found, and name the sentence, word, file or line.
+// Two roots, one per kind of failure, so a caller can tell a bug from bad
+// luck:
+//
+//   std::invalid_argument
+//     synattn::Error          an argument, shape, index or call order the
+//                             caller got wrong (a programming error: fix the
+//                             call). TreeError is one.
+//   std::runtime_error
+//     synattn::RuntimeError   the world outside the program failed: a file
+//                             that cannot be opened, read or written, or an
+//                             MPI call, a timeout or ranks that disagree
+//                             (mpi::Error). ParseError is one: a malformed
+//                             input file is an I/O-side failure of the run
+//                             (the file, not the call, is wrong).
+//
+// The standard hierarchy has no common base of the two below std::exception
+// (one synattn root over both would need a diamond through std::exception),
+// so `catch (const std::exception&)` catches every synattn error. Messages
+// say what was expected and what was found, and name the function (the
+// "fn: " prefix), sentence, word, file or line; shapes are written "RxC" or,
+// with more or fewer dimensions, "(d0, d1, ...)" (shape_text below).
 #ifndef SYNATTN_ERROR_HPP
 #define SYNATTN_ERROR_HPP
 
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "config.hpp"
 
 namespace synattn {
 
+// A programming error: see the top of this file.
 class Error : public std::invalid_argument {
  public:
   explicit Error(const std::string& what) : std::invalid_argument(what) {}
 };
+
+// A failure of files or MPI at run time: see the top of this file.
+class RuntimeError : public std::runtime_error {
+ public:
+  explicit RuntimeError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Shapes in messages, one form each. A matrix (rows, cols): "RxC", as in
+// "x is 3x5, expected 3x4".
+template <class Rows, class Cols>
+std::string shape_text(Rows rows, Cols cols) {
+  static_assert(std::is_integral<Rows>::value && std::is_integral<Cols>::value, "shape_text takes integers");
+  return std::to_string(rows) + "x" + std::to_string(cols);
+}
+// An array of any rank: Python's repr of the shape tuple, "()", "(3,)",
+// "(2, 3)", as NumPy prints it (and the .npy header holds it).
+template <class Dim>
+std::string shape_text(const std::vector<Dim>& shape) {
+  static_assert(std::is_integral<Dim>::value, "shape_text takes integers");
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) out += ",";
+  return out + ")";
+}
 
 // An invalid dependency tree (head array). `word` is the 0-based index of the
 // offending word, or -1 when the problem is not one word's (e.g. no root).
@@ -46,12 +94,13 @@ class TreeError : public Error {
   std::string reason_;
 };
 
-// Malformed outside data (CoNLL-U, .npy). what() is "FILE:LINE: reason"
-// (line 0 means "the file as a whole", and is then omitted).
-class ParseError : public Error {
+// An input file (CoNLL-U, .npy, safetensors) that cannot be opened or read,
+// or is malformed. what() is "FILE:LINE: reason" (line 0 means "the file as
+// a whole", and is then omitted).
+class ParseError : public RuntimeError {
  public:
   ParseError(std::string file, std::size_t line, std::string reason)
-      : Error(compose(file, line, reason)),
+      : RuntimeError(compose(file, line, reason)),
         file_(std::move(file)),
         line_(line),
         reason_(std::move(reason)) {}

@@ -177,7 +177,7 @@ ChildResult run_in_child(const std::function<bool(std::string&)>& setup, const s
       } else {
         body();
       }
-    } catch (const synattn::Error& e) {
+    } catch (const synattn::RuntimeError& e) {
       code = kChildGotError;
       message = e.what();
     } catch (const std::exception& e) {
@@ -322,7 +322,7 @@ TEST_CASE("a symlink planted at '<path>.tmp' is not followed: its target is left
   CHECK(listing(dir.path()) == std::set<std::string>{"fresh.bin", "fresh.bin.tmp", "model.bin", "model.bin.tmp"});
 }
 
-TEST_CASE("a folder that cannot be written to gives an Error naming the path, and leaves nothing",
+TEST_CASE("a folder that cannot be written to gives a RuntimeError naming the path, and leaves nothing",
           "[atomic_file][errors]") {
   TempDir dir("synattn_atomic");
   const fs::path folder = dir.path() / "read-only";
@@ -337,7 +337,7 @@ TEST_CASE("a folder that cannot be written to gives an Error naming the path, an
     try {
       synattn::write_file_atomically(path, "new contents", "test");
       got.exit_code = kChildNoException;
-    } catch (const synattn::Error& e) {
+    } catch (const synattn::RuntimeError& e) {
       got.exit_code = kChildGotError;
       got.message = e.what();
     }
@@ -376,7 +376,7 @@ TEST_CASE("a folder that cannot be written to gives an Error naming the path, an
   CHECK(listing(dir.path()) == std::set<std::string>{"read-only"});
 }
 
-TEST_CASE("a folder that does not exist gives an Error naming the path, and is not created",
+TEST_CASE("a folder that does not exist gives a RuntimeError naming the path, and is not created",
           "[atomic_file][errors]") {
   TempDir dir("synattn_atomic");
   plant(dir.file("bystander"), "bystander");
@@ -384,7 +384,7 @@ TEST_CASE("a folder that does not exist gives an Error naming the path, and is n
   try {
     synattn::write_file_atomically(path, "contents", "saver");
     FAIL("no error for a path in a missing folder");
-  } catch (const synattn::Error& e) {
+  } catch (const synattn::RuntimeError& e) {
     CHECK_THAT(e.what(), Contains("saver: cannot write '" + path + "'"));
     CHECK_THAT(e.what(), Contains(std::strerror(ENOENT)));
   }
@@ -392,7 +392,7 @@ TEST_CASE("a folder that does not exist gives an Error naming the path, and is n
   CHECK(listing(dir.path()) == std::set<std::string>{"bystander"});
 }
 
-TEST_CASE("a full disk (a file size limit) gives an Error, keeps the old file and leaves no temporary",
+TEST_CASE("a full disk (a file size limit) gives a RuntimeError, keeps the old file and leaves no temporary",
           "[atomic_file][errors]") {
   TempDir dir("synattn_atomic");
   const std::string path = dir.file("model.bin");
@@ -440,7 +440,7 @@ TEST_CASE("a full disk (a file size limit) gives an Error, keeps the old file an
   CHECK(listing(dir.path()) == std::set<std::string>{"model.bin"});
 }
 
-TEST_CASE("a directory as the destination gives an Error saying so, and leaves nothing",
+TEST_CASE("a directory as the destination gives a RuntimeError saying so, and leaves nothing",
           "[atomic_file][errors]") {
   TempDir dir("synattn_atomic");
   const fs::path target = dir.path() / "model.bin";
@@ -450,7 +450,7 @@ TEST_CASE("a directory as the destination gives an Error saying so, and leaves n
   try {
     synattn::write_file_atomically(path, "contents", "test");
     FAIL("no error for a directory as the destination");
-  } catch (const synattn::Error& e) {
+  } catch (const synattn::RuntimeError& e) {
     CHECK_THAT(e.what(), Contains("test: cannot write '" + path + "'"));
     CHECK_THAT(e.what(), Contains("it is a directory"));
   }
@@ -554,7 +554,7 @@ TEST_CASE("save_safetensors writes through write_file_atomically", "[atomic_file
     try {
       synattn::save_safetensors(path, file);
       FAIL("no error for a missing folder");
-    } catch (const synattn::Error& e) {
+    } catch (const synattn::RuntimeError& e) {
       CHECK_THAT(e.what(), Contains("save_safetensors: cannot write '" + path + "'"));
     }
     CHECK(listing(dir.path()) == std::set<std::string>{"bystander.safetensors"});

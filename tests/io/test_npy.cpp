@@ -121,7 +121,7 @@ TEMPLATE_TEST_CASE("every dtype survives a write/read round trip bit for bit", "
                    double, std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t) {
   const Shape shape = GENERATE(Shape{}, Shape{7}, Shape{3, 4}, Shape{2, 3, 4}, Shape{0},
                                Shape{3, 0, 2}, Shape{1, 1, 1, 1, 9});
-  CAPTURE(synattn::npy_detail::shape_string(shape));
+  CAPTURE(synattn::shape_text(shape));
   const std::vector<TestType> values = sample_values<TestType>(product(shape));
   const std::string bytes = npy_bytes(values.data(), shape);
   const std::size_t nbytes = values.size() * sizeof(TestType);
@@ -185,7 +185,7 @@ TEST_CASE("to_matrix flattens leading dimensions into rows", "[io][npy]") {
   const Case c = GENERATE(Case{{}, 1, 1}, Case{{5}, 1, 5}, Case{{4, 6}, 4, 6},
                           Case{{2, 3, 4}, 6, 4}, Case{{2, 1, 3, 4}, 6, 4}, Case{{0}, 1, 0},
                           Case{{3, 0}, 3, 0}, Case{{3, 0, 2}, 0, 2});
-  CAPTURE(synattn::npy_detail::shape_string(c.shape));
+  CAPTURE(synattn::shape_text(c.shape));
   const NpyArray a = parse(npy_bytes(flat.data(), c.shape));
   const auto m = a.to_matrix<double>();
   REQUIRE(m.rows() == c.rows);

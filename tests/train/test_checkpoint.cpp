@@ -167,7 +167,7 @@ TEST_CASE("checkpoints that disagree with the model are refused, leaving it unch
   expect_refused(f, "unexpected tensor 'extra.weight'", &fresh);
   f = good;
   f.tensors.at("embedding.weight").shape = {2, 3};
-  expect_refused(f, "shape mismatch: tensor 'embedding.weight' is [2, 3], expected [3, 2]", &fresh);
+  expect_refused(f, "shape mismatch: tensor 'embedding.weight' is (2, 3), expected (3, 2)", &fresh);
   f = good;
   {
     std::vector<float> w(6, 0.5f);

@@ -165,7 +165,7 @@ TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors
        "data_offsets [0, 8] out of range (the data holds 4 bytes)"},
       {"reversed offsets", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[8,0]}})", 8), "out of range"},
       {"span not matching dtype x shape", file_of(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
-       "data_offsets span 8 bytes, dtype F32 x shape [3] needs 12"},
+       "data_offsets span 8 bytes, dtype F32 x shape (3,) needs 12"},
       {"overlap", file_of(R"({"a":{)" + t8 + R"(,"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],)" +
                               R"("data_offsets":[4,12]}})", 12),
        "tensors 'a' and 'b' overlap"},
@@ -225,7 +225,7 @@ TEST_CASE("the writer refuses tensors whose bytes do not match their shape", "[s
   const double x[2] = {1, 2};
   f.tensors["x"] = SafeTensor::from(x, {2});
   f.tensors["x"].shape = {3};
-  CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("tensor 'x' has 16 bytes, dtype F64 x shape [3] needs 24"));
+  CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("tensor 'x' has 16 bytes, dtype F64 x shape (3,) needs 24"));
   f.tensors["x"].shape = {2};
   f.tensors["bad\xff"] = f.tensors["x"];
   CHECK_THROWS_WITH(synattn::serialize_safetensors(f), Catch::Contains("not valid UTF-8"));

@@ -164,8 +164,8 @@ class BiasTableRef {
     check_head("gather", head);
     check_block("gather", buckets);
     if (bias.rows() != buckets.rows() || bias.cols() != buckets.cols())
-      throw Error("BiasTable::gather: bias is " + shape(bias.rows(), bias.cols()) + " but buckets are " +
-                  shape(buckets.rows(), buckets.cols()));
+      throw Error("BiasTable::gather: bias is " + shape_text(bias.rows(), bias.cols()) + " but buckets are " +
+                  shape_text(buckets.rows(), buckets.cols()));
     Scalar shifted[kMaxTableBuckets + 1];
     shifted_row(head, shifted);
     for (Index i = 0; i < buckets.rows(); ++i)
@@ -180,8 +180,8 @@ class BiasTableRef {
     check_head("accumulate_gradient", head);
     check_block("accumulate_gradient", buckets);
     if (dbias.rows() != buckets.rows() || dbias.cols() != buckets.cols())
-      throw Error("BiasTable::accumulate_gradient: gradient is " + shape(dbias.rows(), dbias.cols()) +
-                  " but buckets are " + shape(buckets.rows(), buckets.cols()));
+      throw Error("BiasTable::accumulate_gradient: gradient is " + shape_text(dbias.rows(), dbias.cols()) +
+                  " but buckets are " + shape_text(buckets.rows(), buckets.cols()));
     Scalar hist[kMaxTableBuckets + 1] = {};
     for (Index i = 0; i < buckets.rows(); ++i)
       for (Index j = 0; j < buckets.cols(); ++j) hist[buckets(i, j) + 1] += dbias(i, j);
@@ -219,8 +219,6 @@ class BiasTableRef {
   }
 
  private:
-  static std::string shape(Index r, Index c) { return std::to_string(r) + "x" + std::to_string(c); }
-
   void check_head(const char* fn, int head) const {
     if (head < 0 || head >= heads_)
       throw Error(std::string("BiasTable::") + fn + ": head " + std::to_string(head) + " out of range [0, " +

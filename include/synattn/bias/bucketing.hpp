@@ -182,9 +182,8 @@ template <class D, class B>
 void check_block_shapes(const char* fn, const char* name, Eigen::Index rows, Eigen::Index cols,
                         Eigen::Index want_rows, Eigen::Index want_cols) {
   if (rows != want_rows || cols != want_cols)
-    throw Error(std::string(fn) + ": '" + name + "' is " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", expected " + std::to_string(want_rows) + "x" +
-                std::to_string(want_cols) + " like the distances");
+    throw Error(std::string(fn) + ": '" + name + "' is " + shape_text(rows, cols) + ", expected " +
+                shape_text(want_rows, want_cols) + " like the distances");
   static_assert(std::is_integral<D>::value && std::is_signed<D>::value, "distances are signed integers");
   static_assert(std::is_integral<B>::value && std::is_signed<B>::value, "buckets are signed integers");
 }

@@ -53,7 +53,7 @@ inline void write_file_atomically(const std::string& path, std::initializer_list
   namespace d = atomic_file_detail;
   const std::string fail = who + ": cannot write '" + path + "': ";
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw Error(fail + "it is a directory");
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw RuntimeError(fail + "it is a directory");
   // Created exclusively and never through a symlink, with mode 0666 so that
   // the kernel applies the umask (reading the umask would race other threads).
   std::string temp_name;
@@ -62,12 +62,12 @@ inline void write_file_atomically(const std::string& path, std::initializer_list
     temp_name = path + d::unique_suffix();
     fd = ::open(temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0 && (errno != EEXIST || attempt >= 100))
-      throw Error(fail + "cannot create a temporary file beside it: " + std::strerror(errno));
+      throw RuntimeError(fail + "cannot create a temporary file beside it: " + std::strerror(errno));
   }
   const auto give_up = [&](const std::string& what, int err) {
     ::close(fd);
     ::unlink(temp_name.c_str());
-    throw Error(fail + what + ": " + std::strerror(err));
+    throw RuntimeError(fail + what + ": " + std::strerror(err));
   };
   for (const std::string_view bytes : pieces) {
     const char* p = bytes.data();
@@ -86,12 +86,12 @@ inline void write_file_atomically(const std::string& path, std::initializer_list
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(temp_name.c_str());
-    throw Error(fail + "closing failed: " + std::strerror(err));
+    throw RuntimeError(fail + "closing failed: " + std::strerror(err));
   }
   if (std::rename(temp_name.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp_name.c_str());
-    throw Error(fail + "cannot rename the temporary file into place: " + std::strerror(err));
+    throw RuntimeError(fail + "cannot rename the temporary file into place: " + std::strerror(err));
   }
   // The rename is durable once the folder's entry is on disk; a folder that
   // cannot be opened or synced (some file systems) does not undo the write.

@@ -153,25 +153,6 @@ namespace npy_detail {
 // Eigen::Index, even for shapes like (0, 2^62, 2^62).
 constexpr std::size_t max_bytes = static_cast<std::size_t>(kMaxArrayBytes);
 
-// Element count of `shape` (1 for 0-d). False if the array cannot exist.
-inline bool element_count(const std::vector<std::size_t>& shape, std::size_t itemsize, std::size_t& count) {
-  std::uint64_t bytes = 0;
-  if (!checked_shape_bytes(shape, itemsize, bytes)) return false;
-  count = static_cast<std::size_t>(bytes / itemsize);
-  return true;
-}
-
-// Python's repr of a shape tuple: "()", "(3,)", "(2, 3)".
-inline std::string shape_string(const std::vector<std::size_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) out += ",";
-  return out + ")";
-}
-
 // A piece of untrusted text for an error message: non-printable bytes escaped,
 // long strings cut, so a hostile header cannot flood or garble the message.
 inline std::string printable(const std::string& s, std::size_t limit = 40) {
@@ -294,11 +275,11 @@ class NpyArray {
   NpyArray(NpyDType dtype, std::vector<std::size_t> shape, std::vector<unsigned char> bytes)
       : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {
     const std::size_t itemsize = npy_itemsize(dtype_);
-    if (!npy_detail::element_count(shape_, itemsize, size_))
-      throw Error("NpyArray: shape " + npy_detail::shape_string(shape_) + " of " +
+    if (!checked_shape_elements(shape_, itemsize, size_))
+      throw Error("NpyArray: shape " + shape_text(shape_) + " of " +
                   npy_dtype_name(dtype_) + " is too large");
     if (bytes_.size() != size_ * itemsize)
-      throw Error("NpyArray: shape " + npy_detail::shape_string(shape_) + " of " +
+      throw Error("NpyArray: shape " + shape_text(shape_) + " of " +
                   npy_dtype_name(dtype_) + " needs " + std::to_string(size_ * itemsize) +
                   " bytes, got " + std::to_string(bytes_.size()));
   }
@@ -587,7 +568,7 @@ inline NpyDType parse_descr(const std::string& descr, const std::string& name) {
 // what NumPy produces.
 inline std::string header_bytes(NpyDType dtype, const std::vector<std::size_t>& shape) {
   std::string dict = std::string("{'descr': '") + npy_descr(dtype) +
-                     "', 'fortran_order': False, 'shape': " + shape_string(shape) + ", }";
+                     "', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
   // NumPy leaves room for the first dimension to grow to 21 digits in place.
   if (!shape.empty()) {
     const std::size_t digits = std::to_string(shape[0]).size();
@@ -609,7 +590,7 @@ inline std::string header_bytes(NpyDType dtype, const std::vector<std::size_t>& 
     out += '\n';
     return out;
   }
-  throw Error("write_npy: header for shape " + shape_string(shape) + " is too long");
+  throw Error("write_npy: header for shape " + shape_text(shape) + " is too long");
 }
 
 // Element count of the array to write, after checking the arguments. Runs
@@ -617,11 +598,11 @@ inline std::string header_bytes(NpyDType dtype, const std::vector<std::size_t>& 
 inline std::size_t check_write(const std::string& name, NpyDType dtype,
                                const std::vector<std::size_t>& shape, const void* data) {
   std::size_t count = 0;
-  if (!element_count(shape, npy_itemsize(dtype), count))
-    throw Error("write_npy: " + name + ": shape " + shape_string(shape) + " of " +
+  if (!checked_shape_elements(shape, npy_itemsize(dtype), count))
+    throw Error("write_npy: " + name + ": shape " + shape_text(shape) + " of " +
                 npy_dtype_name(dtype) + " is too large");
   if (count > 0 && data == nullptr)
-    throw Error("write_npy: " + name + ": data is null but shape " + shape_string(shape) +
+    throw Error("write_npy: " + name + ": data is null but shape " + shape_text(shape) +
                 " has " + std::to_string(count) + " elements");
   return count;
 }
@@ -634,7 +615,7 @@ inline void write_raw(std::ostream& out, const std::string& name, NpyDType dtype
   if (count > 0)
     out.write(static_cast<const char*>(data),
               static_cast<std::streamsize>(count * npy_itemsize(dtype)));
-  if (!out) throw Error("write_npy: " + name + ": write failed");
+  if (!out) throw RuntimeError("write_npy: " + name + ": write failed");
 }
 
 // The file is replaced atomically (io/atomic_file.hpp): a full disk or any
@@ -694,8 +675,8 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
   const NpyDType dtype = npy_detail::parse_descr(header.descr, name);
   if (header.fortran_order) refuse("Fortran-order arrays are not supported");
   std::size_t count = 0;
-  if (!npy_detail::element_count(header.shape, npy_itemsize(dtype), count))
-    refuse("malformed header: shape " + npy_detail::shape_string(header.shape) + " of " +
+  if (!checked_shape_elements(header.shape, npy_itemsize(dtype), count))
+    refuse("malformed header: shape " + shape_text(header.shape) + " of " +
            npy_dtype_name(dtype) + " is too large");
 
   const std::size_t nbytes = count * npy_itemsize(dtype);

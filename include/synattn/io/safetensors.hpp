@@ -183,7 +183,7 @@ struct SafeTensor {
     SafeTensor t;
     t.dtype = safetensors_dtype_of<T>();
     t.shape = std::move(shape);
-    t.bytes.resize(static_cast<std::size_t>(t.elements()) * sizeof(T));
+    t.bytes.resize(t.checked_bytes("SafeTensor::from"));
     if (!t.bytes.empty()) std::memcpy(t.bytes.data(), data, t.bytes.size());
     return t;
   }
@@ -194,8 +194,8 @@ struct SafeTensor {
     SafeTensor t;
     t.dtype = SafetensorsDType::F16;
     t.shape = std::move(shape);
-    const auto n = static_cast<std::size_t>(t.elements());
-    t.bytes.resize(n * 2);
+    t.bytes.resize(t.checked_bytes("SafeTensor::half_from"));
+    const std::size_t n = t.bytes.size() / 2;
     bool ok = true;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint16_t h = float_to_half(data[i]);
@@ -226,6 +226,16 @@ struct SafeTensor {
     }
     throw Error(std::string("SafeTensor::get: dtype ") + safetensors_dtype_name(dtype) + " is not F32, F64 or F16");
   }
+
+  // Bytes of dtype x shape (checked_shape_bytes, util/checked_size.hpp);
+  // throws Error naming `fn` for a shape no tensor can have.
+  std::size_t checked_bytes(const char* fn) const {
+    std::uint64_t n = 0;
+    if (!checked_shape_bytes(shape, safetensors_dtype_size(dtype), n))
+      throw Error(std::string(fn) + ": shape " + shape_text(shape) + " of " + safetensors_dtype_name(dtype) +
+                  " is too large to exist");
+    return static_cast<std::size_t>(n);
+  }
 };
 
 struct SafetensorsFile {
@@ -237,11 +247,6 @@ namespace safetensors_detail {
 
 // The reference implementation's limit (safetensors/src/tensor.rs).
 constexpr std::uint64_t max_header_bytes = 100000000;
-inline std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // The header's JSON, read in linear time and bounded memory. nlohmann's
 // parse callback, which an earlier reader used, rescans the enclosing object
@@ -350,7 +355,7 @@ inline std::string serialize_safetensors(const SafetensorsFile& file) {
         want != kv.second.bytes.size())
       throw Error("serialize_safetensors: tensor '" + kv.first + "' has " + std::to_string(kv.second.bytes.size()) +
                   " bytes, dtype " + safetensors_dtype_name(kv.second.dtype) + " x shape " +
-                  d::shape_text(kv.second.shape) + " needs " + std::to_string(want));
+                  shape_text(kv.second.shape) + " needs " + std::to_string(want));
     if (kv.first == "__metadata__") throw Error("serialize_safetensors: a tensor may not be called '__metadata__'");
     order.push_back(&kv);
   }
@@ -453,7 +458,7 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
     }
     std::uint64_t need = 0;
     if (!checked_shape_bytes(t.shape, safetensors_dtype_size(t.dtype), need))
-      throw fail(what + "shape " + d::shape_text(t.shape) + " of " + safetensors_dtype_name(t.dtype) +
+      throw fail(what + "shape " + shape_text(t.shape) + " of " + safetensors_dtype_name(t.dtype) +
                  " is too large to exist");
     const json& offsets = entry["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
@@ -465,7 +470,7 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
                  "] out of range (the data holds " + std::to_string(data_size) + " bytes)");
     if (end - begin != need)
       throw fail(what + "data_offsets span " + std::to_string(end - begin) + " bytes, dtype " +
-                 safetensors_dtype_name(t.dtype) + " x shape " + d::shape_text(t.shape) + " needs " +
+                 safetensors_dtype_name(t.dtype) + " x shape " + shape_text(t.shape) + " needs " +
                  std::to_string(need));
     t.bytes.assign(base + begin, base + end);
     auto placed = out.tensors.emplace(name, std::move(t));

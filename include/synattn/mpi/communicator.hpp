@@ -58,10 +58,12 @@
 namespace synattn {
 namespace mpi {
 
-// A failed MPI call (or an MPI misuse the library detects).
-class Error : public synattn::Error {
+// A failed MPI call, or ranks that disagree on what they must share: a
+// runtime failure (synattn::RuntimeError, see error.hpp). A bad argument to
+// an MPI function (a rank out of range, a timeout <= 0) is synattn::Error.
+class Error : public synattn::RuntimeError {
  public:
-  explicit Error(const std::string& what) : synattn::Error(what) {}
+  explicit Error(const std::string& what) : synattn::RuntimeError(what) {}
 };
 
 // Throws mpi::Error naming the call and where it was made unless rc is MPI_SUCCESS.
@@ -104,11 +106,11 @@ inline int world_rank() {
 // The default limit on any one wait (see the top of the file).
 constexpr double kDefaultTimeoutSeconds = 600.0;
 
-// Throws mpi::Error unless `seconds` is a valid limit: > 0 (infinity: wait forever).
+// Throws synattn::Error unless `seconds` is a valid limit: > 0 (infinity: wait forever).
 inline double checked_timeout(double seconds, const char* where) {
   if (!(seconds > 0.0))
-    throw Error(std::string(where) + ": timeout must be > 0 seconds (infinity: no limit), got " +
-                std::to_string(seconds));
+    throw synattn::Error(std::string(where) + ": timeout must be > 0 seconds (infinity: no limit), got " +
+                         std::to_string(seconds));
   return seconds;
 }
 

@@ -89,8 +89,8 @@ struct DataParallelOptions {
 // `size` takes: contiguous, sizes differ by at most one.
 inline std::pair<std::size_t, std::size_t> shard(std::size_t n, int rank, int size) {
   if (size < 1 || rank < 0 || rank >= size)
-    throw Error("mpi::shard: rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                " ranks, expected 0 <= rank < size");
+    throw synattn::Error("mpi::shard: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                         " ranks, expected 0 <= rank < size");
   const auto r = static_cast<std::size_t>(rank), p = static_cast<std::size_t>(size);
   return {n * r / p, n * (r + 1) / p};
 }
@@ -116,7 +116,7 @@ class Fingerprint {
   // Names and shapes of every parameter, in buffer order.
   Fingerprint& add_parameters(const std::vector<ParameterInfo>& infos) {
     for (const ParameterInfo& p : infos)
-      add("parameter " + p.name, std::to_string(p.rows) + "x" + std::to_string(p.cols) + (p.trainable ? "" : " frozen"));
+      add("parameter " + p.name, shape_text(p.rows, p.cols) + (p.trainable ? "" : " frozen"));
     return *this;
   }
   // A checksum of content that must be equal on every rank (the training
@@ -236,7 +236,7 @@ class DataParallel {
   // buffer, already holding or about to receive this rank's gradients).
   void begin(Eigen::Ref<Vector> gradients) {
     check_size("begin", gradients.size());
-    if (data_) throw Error("DataParallel::begin: the previous round was not finish()ed");
+    if (data_) throw synattn::Error("DataParallel::begin: the previous round was not finish()ed");
     data_ = gradients.data();
   }
 
@@ -244,7 +244,7 @@ class DataParallel {
   // With overlap, every bucket inside [from, end) starts now; all started
   // buckets progress.
   void ready(Index from) {
-    if (!data_) throw Error("DataParallel::ready: call begin() first");
+    if (!data_) throw synattn::Error("DataParallel::ready: call begin() first");
     if (!options_.overlap) return;
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t b = ring_.bucket_count(); b-- > 0;) {
@@ -264,7 +264,7 @@ class DataParallel {
   // holds the sum over ranks. The time spent here is the reduction time the
   // backward pass did not hide (wait_seconds()).
   void finish() {
-    if (!data_) throw Error("DataParallel::finish: call begin() first");
+    if (!data_) throw synattn::Error("DataParallel::finish: call begin() first");
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t b = ring_.bucket_count(); b-- > 0;)
       if (!ring_.started(b)) ring_.start(data_, b);
@@ -314,8 +314,8 @@ class DataParallel {
   }
   void check_size(const char* fn, Index n) const {
     if (n != size_)
-      throw Error(std::string("DataParallel::") + fn + ": the buffer has " + std::to_string(n) +
-                  " values, expected the model's " + std::to_string(size_));
+      throw synattn::Error(std::string("DataParallel::") + fn + ": the buffer has " + std::to_string(n) +
+                           " values, expected the model's " + std::to_string(size_));
   }
 
   const Communicator* comm_;

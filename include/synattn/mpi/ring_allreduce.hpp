@@ -82,14 +82,14 @@ class RingAllReduce {
     comm.require_same(static_cast<long long>(buckets_.size()), "RingAllReduce", "the number of buckets");
     comm.require_same(layout.value(), "RingAllReduce", "the bucket boundaries (checksum)");
     if (max_in_flight < 1)
-      throw Error("RingAllReduce: max_in_flight must be >= 1, got " + std::to_string(max_in_flight));
+      throw synattn::Error("RingAllReduce: max_in_flight must be >= 1, got " + std::to_string(max_in_flight));
     const Index P = comm.size();
     state_.resize(buckets_.size());
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const Bucket& k = buckets_[b];
       if (k.begin < 0 || k.end < k.begin)
-        throw Error("RingAllReduce: bucket " + std::to_string(b) + " is [" + std::to_string(k.begin) + ", " +
-                    std::to_string(k.end) + "), expected 0 <= begin <= end");
+        throw synattn::Error("RingAllReduce: bucket " + std::to_string(b) + " is [" + std::to_string(k.begin) + ", " +
+                             std::to_string(k.end) + "), expected 0 <= begin <= end");
       if ((k.end - k.begin) / P >= (Index{1} << 30))
         throw Error("RingAllReduce: bucket " + std::to_string(b) + " is too large for one MPI message per chunk");
       // Chunk 0 is the widest: the receive buffer of the reduce-scatter steps.
@@ -116,7 +116,7 @@ class RingAllReduce {
   // buckets are posted in the order they were started.
   void start(Scalar* data, std::size_t b) {
     State& s = state_.at(b);
-    if (s.step >= 0) throw Error("RingAllReduce::start: bucket " + std::to_string(b) + " was already started");
+    if (s.step >= 0) throw synattn::Error("RingAllReduce::start: bucket " + std::to_string(b) + " was already started");
     s.data = data;
     s.step = 0;
     if (comm_->size() == 1) {
@@ -145,7 +145,8 @@ class RingAllReduce {
   // the next round. Throws if a bucket was never started.
   void wait() {
     for (std::size_t b = 0; b < state_.size(); ++b)
-      if (state_[b].step < 0) throw Error("RingAllReduce::wait: bucket " + std::to_string(b) + " was never started");
+      if (state_[b].step < 0)
+        throw synattn::Error("RingAllReduce::wait: bucket " + std::to_string(b) + " was never started");
     // In start order: when bucket order_[i] is reached, the ones before it
     // are done, so there is room to post it.
     for (std::size_t b : order_) {

@@ -59,8 +59,8 @@ class Embedding {
   void forward(const Eigen::Ref<const IdVector>& ids, Eigen::Ref<Matrix> out) const {
     check_ids("Embedding::forward", ids);
     if (out.rows() != ids.size() || out.cols() != d_)
-      throw Error("Embedding::forward: out is " + std::to_string(out.rows()) + "x" + std::to_string(out.cols()) +
-                  ", expected " + std::to_string(ids.size()) + "x" + std::to_string(d_));
+      throw Error("Embedding::forward: out is " + shape_text(out.rows(), out.cols()) +
+                  ", expected " + shape_text(ids.size(), d_));
     const auto w = store_.value(weight_);
     for (Index t = 0; t < ids.size(); ++t) out.row(t) = w.row(ids[t]);
   }
@@ -70,8 +70,8 @@ class Embedding {
   void backward(const Eigen::Ref<const IdVector>& ids, const Eigen::Ref<const Matrix>& dout) {
     check_ids("Embedding::backward", ids);
     if (dout.rows() != ids.size() || dout.cols() != d_)
-      throw Error("Embedding::backward: dout is " + std::to_string(dout.rows()) + "x" + std::to_string(dout.cols()) +
-                  ", expected " + std::to_string(ids.size()) + "x" + std::to_string(d_));
+      throw Error("Embedding::backward: dout is " + shape_text(dout.rows(), dout.cols()) +
+                  ", expected " + shape_text(ids.size(), d_));
     auto g = store_.gradient(weight_);
     for (Index t = 0; t < ids.size(); ++t)
       if (ids[t] != kPaddingId) g.row(ids[t]) += dout.row(t);
@@ -128,8 +128,8 @@ class SinusoidalPositionalEncoding {
   // x (batch * n, d) += PE[position of the row in its sequence].
   void add_to(Eigen::Ref<Matrix> x, Index n) const {
     if (x.cols() != d_ || n < 1 || x.rows() % n != 0)
-      throw Error("SinusoidalPositionalEncoding::add_to: x is " + std::to_string(x.rows()) + "x" +
-                  std::to_string(x.cols()) + ", expected (batch * " + std::to_string(n) + ") x " + std::to_string(d_));
+      throw Error("SinusoidalPositionalEncoding::add_to: x is " + shape_text(x.rows(), x.cols()) +
+                  ", expected (batch * " + std::to_string(n) + ") x " + std::to_string(d_));
     const Index cached = std::min<Index>(n, table_.rows());
     Eigen::Matrix<Scalar, 1, Eigen::Dynamic> extra(d_);
     for (Index pos = 0; pos < n; ++pos) {

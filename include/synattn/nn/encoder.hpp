@@ -151,8 +151,8 @@ class Encoder {
     const std::size_t L = layers_.size();
     const Matrix& out = c.outputs.back();
     if (dy.rows() != out.rows() || dy.cols() != out.cols())
-      throw Error(std::string(fn) + ": dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
-                  ", expected " + std::to_string(out.rows()) + "x" + std::to_string(out.cols()) +
+      throw Error(std::string(fn) + ": dy is " + shape_text(dy.rows(), dy.cols()) +
+                  ", expected " + shape_text(out.rows(), out.cols()) +
                   " (the forward's output)");
     c.stamp.mark_used();
     Matrix* cur = &c.dbuf[0];

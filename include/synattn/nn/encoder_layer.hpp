@@ -96,8 +96,8 @@ class EncoderLayer {
                const RandomStream* stream) const {
     const Index tokens = x.rows(), d = d_model();
     if (x.cols() != d || y.rows() != tokens || y.cols() != d)
-      throw Error("EncoderLayer::forward: x is " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
-                  " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
+      throw Error("EncoderLayer::forward: x is " + shape_text(x.rows(), x.cols()) +
+                  " and y " + shape_text(y.rows(), y.cols()) + ", expected both (tokens, " +
                   std::to_string(d) + ")");
     c.stamp.clear();
     c.dropout = stream != nullptr;
@@ -136,8 +136,8 @@ class EncoderLayer {
     c.stamp.check("EncoderLayer::backward", identity_);
     const Index tokens = dy.rows(), d = d_model();
     if (dy.cols() != d || tokens != c.ffn_in.rows())
-      throw Error("EncoderLayer::backward: dy is " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
-                  ", expected " + std::to_string(c.ffn_in.rows()) + "x" + std::to_string(d) + " (the forward's shape)");
+      throw Error("EncoderLayer::backward: dy is " + shape_text(dy.rows(), dy.cols()) +
+                  ", expected " + shape_text(c.ffn_in.rows(), d) + " (the forward's shape)");
     c.stamp.mark_used();
     // dx is written only at the end (dx = dh + df resizes it), after the
     // last read of dy: dx may be the matrix dy views.

@@ -88,9 +88,9 @@ class FeedForward {
     cache.stamp.check(fn, identity_);
     const Index rows = cache.pre.rows();
     if (x.rows() != rows || x.cols() != dim() || dy.rows() != rows || dy.cols() != dim())
-      throw Error(std::string(fn) + ": x and dy must be " + std::to_string(rows) + "x" + std::to_string(dim()) +
-                  " (the forward's shape), got " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
-                  " and " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()));
+      throw Error(std::string(fn) + ": x and dy must be " + shape_text(rows, dim()) +
+                  " (the forward's shape), got " + shape_text(x.rows(), x.cols()) +
+                  " and " + shape_text(dy.rows(), dy.cols()));
     cache.stamp.mark_used();
     // dhidden (tokens, d_ff) = dy W2; dW2 += dy^T hidden
     linear2_.backward(cache.hidden, dy, &cache.dhidden);

@@ -51,8 +51,8 @@ class LayerNorm {
   // y (tokens, d) = LN(x); y may alias x (rows are processed one at a time).
   void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
     if (x.cols() != d_ || y.rows() != x.rows() || y.cols() != d_)
-      throw Error("LayerNorm::forward: x is " + std::to_string(x.rows()) + "x" + std::to_string(x.cols()) +
-                  " and y " + std::to_string(y.rows()) + "x" + std::to_string(y.cols()) + ", expected both (tokens, " +
+      throw Error("LayerNorm::forward: x is " + shape_text(x.rows(), x.cols()) +
+                  " and y " + shape_text(y.rows(), y.cols()) + ", expected both (tokens, " +
                   std::to_string(d_) + ")");
     const Index tokens = x.rows();
     cache.stamp.clear();
@@ -99,9 +99,9 @@ class LayerNorm {
     cache.stamp.check(fn, identity_);
     const Index tokens = cache.xhat.rows();
     if (dy.rows() != tokens || dy.cols() != d_ || dx.rows() != tokens || dx.cols() != d_)
-      throw Error(std::string(fn) + ": dy and dx must be " + std::to_string(tokens) + "x" + std::to_string(d_) +
-                  " (the forward's shape), got " + std::to_string(dy.rows()) + "x" + std::to_string(dy.cols()) +
-                  " and " + std::to_string(dx.rows()) + "x" + std::to_string(dx.cols()));
+      throw Error(std::string(fn) + ": dy and dx must be " + shape_text(tokens, d_) +
+                  " (the forward's shape), got " + shape_text(dy.rows(), dy.cols()) +
+                  " and " + shape_text(dx.rows(), dx.cols()));
     cache.stamp.mark_used();
     auto dg = store_.gradient(weight_);  // (1, d)
     auto db = store_.gradient(bias_);    // (1, d)

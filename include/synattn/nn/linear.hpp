@@ -122,8 +122,8 @@ class Linear {
   }
   static void check(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols) {
     if (rows != want_rows || cols != want_cols)
-      throw Error(std::string(fn) + ": " + name + " is " + std::to_string(rows) + "x" + std::to_string(cols) +
-                  ", expected " + std::to_string(want_rows) + "x" + std::to_string(want_cols));
+      throw Error(std::string(fn) + ": " + name + " is " + shape_text(rows, cols) +
+                  ", expected " + shape_text(want_rows, want_cols));
   }
 
   int in_ = 0, out_ = 0;

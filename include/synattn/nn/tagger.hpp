@@ -310,9 +310,8 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
   require_model(fn);
   const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
   if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
-    throw Error(std::string(fn) + ": buckets is " + std::to_string(buckets.rows()) + "x" +
-                std::to_string(buckets.cols()) + ", expected " + std::to_string(tokens.size()) + "x" +
-                std::to_string(n) + " (batch * n, n) since some layers have the syntax bias");
+    throw Error(std::string(fn) + ": buckets is " + shape_text(buckets.rows(), buckets.cols()) + ", expected " +
+                shape_text(tokens.size(), n) + " (batch * n, n) since some layers have the syntax bias");
   // One pass over the flat buffer (the attention layers check only their
   // own): a NaN weight anywhere is named here, before it reaches a loss.
   const bool check_finite = s_.options.attention.check_finite;

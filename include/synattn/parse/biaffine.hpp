@@ -38,8 +38,8 @@ namespace parse {
 namespace biaffine_detail {
 inline void check_shape(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols) {
   if (rows != want_rows || cols != want_cols)
-    throw Error(std::string(fn) + ": " + name + " is " + std::to_string(rows) + "x" + std::to_string(cols) +
-                ", expected " + std::to_string(want_rows) + "x" + std::to_string(want_cols));
+    throw Error(std::string(fn) + ": " + name + " is " + shape_text(rows, cols) +
+                ", expected " + shape_text(want_rows, want_cols));
 }
 }  // namespace biaffine_detail
 

@@ -82,8 +82,8 @@ class CharCnn {
       throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) + " entries, expected one per word (" +
                   std::to_string(T) + ")");
     if (out.rows() != T || out.cols() != o_.filters)
-      throw Error(std::string(fn) + ": out is " + std::to_string(out.rows()) + "x" + std::to_string(out.cols()) +
-                  ", expected " + std::to_string(T) + "x" + std::to_string(o_.filters));
+      throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) +
+                  ", expected " + shape_text(T, o_.filters));
     Index R = 0;
     for (Index t = 0; t < T; ++t) {
       const int len = lengths[static_cast<std::size_t>(t)];
@@ -146,8 +146,8 @@ class CharCnn {
     const char* fn = "CharCnn::backward";
     c.stamp.check(fn, identity_);
     if (dout.rows() != c.words || dout.cols() != o_.filters)
-      throw Error(std::string(fn) + ": dout is " + std::to_string(dout.rows()) + "x" + std::to_string(dout.cols()) +
-                  ", expected " + std::to_string(c.words) + "x" + std::to_string(o_.filters));
+      throw Error(std::string(fn) + ": dout is " + shape_text(dout.rows(), dout.cols()) +
+                  ", expected " + shape_text(c.words, o_.filters));
     c.stamp.mark_used();
     const Index R = c.conv.rows();
     // dconv (R, filters): dout routed to each word's arg-max row (relu active only).

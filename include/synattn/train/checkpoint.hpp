@@ -158,9 +158,9 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
                                     " (set CheckpointLoadOptions::convert_dtype to convert)");
   }
   if (!shape_accepted(p, t.shape))
-    throw ParseError(path, 0, "shape mismatch: tensor '" + name + "' is " + safetensors_detail::shape_text(t.shape) +
-                                  ", expected " + safetensors_detail::shape_text(shape_of(p)) + " (a " +
-                                  std::to_string(p.rows) + "x" + std::to_string(p.cols) + " parameter)");
+    throw ParseError(path, 0, "shape mismatch: tensor '" + name + "' is " + shape_text(t.shape) +
+                                  ", expected " + shape_text(shape_of(p)) + " (a " +
+                                  shape_text(p.rows, p.cols) + " parameter)");
   const bool same = t.dtype == want;
   for (Index i = 0; i < p.size(); ++i) {
     // The model's own dtype is copied bit for bit (NaN payloads included);

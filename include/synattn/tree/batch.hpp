@@ -42,9 +42,8 @@ inline void check_batch_shape(const char* fn, const char* name, Index rows, Inde
                               std::size_t batch) {
   const long long want = static_cast<long long>(batch) * static_cast<long long>(cols);
   if (rows != want)
-    throw Error(std::string(fn) + ": output '" + name + "' is " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", expected (batch * n_max) x n_max = " + std::to_string(want) +
-                "x" + std::to_string(cols) + " for " + std::to_string(batch) +
+    throw Error(std::string(fn) + ": output '" + name + "' is " + shape_text(rows, cols) +
+                ", expected (batch * n_max) x n_max = " + shape_text(want, cols) + " for " + std::to_string(batch) +
                 " sentences (n_max is the column count)");
 }
 
@@ -145,9 +144,8 @@ std::vector<int> batch_directed_distances(const std::vector<DependencyTree>& tre
   const Index n_max = up.cols();
   detail::check_batch_shape("batch_directed_distances", "up", up.rows(), n_max, trees.size());
   if (down.rows() != up.rows() || down.cols() != up.cols())
-    throw Error("batch_directed_distances: output 'down' is " + std::to_string(down.rows()) + "x" +
-                std::to_string(down.cols()) + " but 'up' is " + std::to_string(up.rows()) + "x" +
-                std::to_string(up.cols()) + "; they must match");
+    throw Error("batch_directed_distances: output 'down' is " + shape_text(down.rows(), down.cols()) + " but 'up' is " +
+                shape_text(up.rows(), up.cols()) + "; they must match");
   for (std::size_t b = 0; b < trees.size(); ++b)
     detail::check_fits("batch_directed_distances", b, trees[b].sentence(), trees[b].size(), n_max,
                        "words");

@@ -241,8 +241,8 @@ template <class T>
 void check_output(const char* fn, const char* name, Index rows, Index cols, int n) {
   check_size(fn, n);
   if (rows != n || cols != n)
-    throw Error(std::string(fn) + ": output '" + name + "' is " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", expected " + std::to_string(n) + "x" + std::to_string(n));
+    throw Error(std::string(fn) + ": output '" + name + "' is " + shape_text(rows, cols) + ", expected " +
+                shape_text(n, n));
   static_assert(std::is_integral<T>::value && std::is_signed<T>::value,
                 "distance element type must be a signed integer (int8, int16, int32)");
 }

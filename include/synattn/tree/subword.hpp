@@ -83,15 +83,14 @@ inline void check_token_output(const char* fn, const char* name, Index rows, Ind
                                std::size_t tokens) {
   const auto n = static_cast<Index>(tokens);
   if (rows != n || cols != n)
-    throw Error(std::string(fn) + ": output '" + name + "' is " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", expected " + std::to_string(n) + "x" + std::to_string(n) +
-                " (one row and column per token)");
+    throw Error(std::string(fn) + ": output '" + name + "' is " + shape_text(rows, cols) + ", expected " +
+                shape_text(n, n) + " (one row and column per token)");
 }
 
 inline void check_word_input(const char* fn, const char* name, Index rows, Index cols) {
   if (rows != cols)
-    throw Error(std::string(fn) + ": word distances '" + name + "' are " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", expected a square matrix");
+    throw Error(std::string(fn) + ": word distances '" + name + "' are " + shape_text(rows, cols) +
+                ", expected a square matrix");
 }
 
 }  // namespace detail
@@ -193,9 +192,8 @@ void expand_directed_to_tokens(const Eigen::Ref<const RowMajorMatrix<T>>& word_u
   const char* fn = "expand_directed_to_tokens";
   detail::check_word_input(fn, "word_up", word_up.rows(), word_up.cols());
   if (word_down.rows() != word_up.rows() || word_down.cols() != word_up.cols())
-    throw Error(std::string(fn) + ": word_down is " + std::to_string(word_down.rows()) + "x" +
-                std::to_string(word_down.cols()) + " but word_up is " + std::to_string(word_up.rows()) +
-                "x" + std::to_string(word_up.cols()));
+    throw Error(std::string(fn) + ": word_down is " + shape_text(word_down.rows(), word_down.cols()) +
+                " but word_up is " + shape_text(word_up.rows(), word_up.cols()));
   detail::check_token_output(fn, "token_up", token_up.rows(), token_up.cols(), token_to_word.size());
   detail::check_token_output(fn, "token_down", token_down.rows(), token_down.cols(),
                              token_to_word.size());
@@ -278,9 +276,8 @@ std::vector<int> batch_token_directed_distances(const std::vector<DependencyTree
   const Index n_max = up.cols();
   detail::check_batch_shape(fn, "up", up.rows(), n_max, trees.size());
   if (down.rows() != up.rows() || down.cols() != up.cols())
-    throw Error(std::string(fn) + ": output 'down' is " + std::to_string(down.rows()) + "x" +
-                std::to_string(down.cols()) + " but 'up' is " + std::to_string(up.rows()) + "x" +
-                std::to_string(up.cols()) + "; they must match");
+    throw Error(std::string(fn) + ": output 'down' is " + shape_text(down.rows(), down.cols()) + " but 'up' is " +
+                shape_text(up.rows(), up.cols()) + "; they must match");
   detail::check_token_batch(fn, trees, token_to_word, n_max);
   if (cross_distance < 0)
     throw Error(std::string(fn) + ": cross_distance must be >= 0, got " + std::to_string(cross_distance));

@@ -76,6 +76,19 @@ bool checked_shape_bytes(const Shape& shape, std::uint64_t itemsize, std::uint64
   return true;
 }
 
+// Element count of an array of `shape` with `itemsize`-byte elements (1 for
+// 0-d, 0 when a dimension is 0). False when checked_shape_bytes is: the
+// array cannot exist.
+template <class Shape, class Count>
+bool checked_shape_elements(const Shape& shape, std::uint64_t itemsize, Count& count) noexcept {
+  static_assert(std::is_integral<Count>::value && std::is_unsigned<Count>::value,
+                "checked_shape_elements counts in an unsigned integer");
+  std::uint64_t bytes = 0;
+  if (itemsize == 0 || !checked_shape_bytes(shape, itemsize, bytes)) return false;
+  count = static_cast<Count>(bytes / itemsize);  // <= kMaxArrayBytes: fits size_t where the array can exist
+  return true;
+}
+
 }  // namespace synattn
 
 #endif  // SYNATTN_UTIL_CHECKED_SIZE_HPP

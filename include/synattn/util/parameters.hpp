@@ -68,8 +68,8 @@ inline void check_parameter_span(const std::string& where, std::size_t index, co
   const auto who = [&] { return where + ": parameter " + std::to_string(index) + " ('" + p.name + "')"; };
   Index end = 0;
   if (!parameter_end(p, end))
-    throw Error(who() + " has offset " + std::to_string(p.offset) + " and shape " + std::to_string(p.rows) + "x" +
-                std::to_string(p.cols) + ": negative, or its end overflows");
+    throw Error(who() + " has offset " + std::to_string(p.offset) + " and shape " + shape_text(p.rows, p.cols) +
+                ": negative, or its end overflows");
   if (end > buffer_size)
     throw Error(who() + " spans [" + std::to_string(p.offset) + ", " + std::to_string(end) + "), outside the " +
                 std::to_string(buffer_size) + " " + buffer);
@@ -107,13 +107,12 @@ class ParameterStore {
   int add(std::string name, Index rows, Index cols, bool trainable = true) {
     if (bound()) throw Error("ParameterStore::add: cannot add '" + name + "' to a bound store");
     if (rows < 0 || cols < 0)
-      throw Error("ParameterStore::add: parameter '" + name + "' has negative shape " + std::to_string(rows) + "x" +
-                  std::to_string(cols));
+      throw Error("ParameterStore::add: parameter '" + name + "' has negative shape " + shape_text(rows, cols));
     if (find(name) >= 0) throw Error("ParameterStore::add: parameter '" + name + "' already exists");
     Index size = 0, end = 0;
     if (!checked_multiply(rows, cols, size) || !checked_add(values_.size(), size, end))
-      throw Error("ParameterStore::add: parameter '" + name + "' of shape " + std::to_string(rows) + "x" +
-                  std::to_string(cols) + " does not fit: the store's size would overflow");
+      throw Error("ParameterStore::add: parameter '" + name + "' of shape " + shape_text(rows, cols) +
+                  " does not fit: the store's size would overflow");
     ParameterInfo info;
     info.name = std::move(name);
     info.offset = values_.size();
@@ -237,8 +236,8 @@ class ParameterStore {
     const bool same = value.rows() == p.rows && value.cols() == p.cols;
     const bool column = p.rows == 1 && value.cols() == 1 && value.rows() == p.cols;
     if (!same && !column)
-      throw Error("set_parameter: '" + name + "' is " + std::to_string(p.rows) + "x" + std::to_string(p.cols) +
-                  ", got a " + std::to_string(value.rows()) + "x" + std::to_string(value.cols()) + " matrix");
+      throw Error("set_parameter: '" + name + "' is " + shape_text(p.rows, p.cols) +
+                  ", got a " + shape_text(value.rows(), value.cols()) + " matrix");
     for (Index r = 0; r < value.rows(); ++r)
       for (Index c = 0; c < value.cols(); ++c)
         if (!std::isfinite(static_cast<double>(value(r, c))))
