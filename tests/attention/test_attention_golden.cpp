@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "support/json_lite.hpp"
+#include "support/json_file.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
@@ -49,21 +49,22 @@ GoldenCase load_case(const fs::path& dir) {
   GoldenCase gc;
   gc.name = dir.filename().string();
   try {
-    const auto cfg = synattn_test::json::parse_file((dir / "config.json").string());
-    gc.batch = cfg["batch"].as_int();
-    gc.n = cfg["length"].as_int();
-    const int d = cfg["d_model"].as_int(), h = cfg["heads"].as_int();
+    const nlohmann::json cfg = synattn_test::read_json_file((dir / "config.json").string());
+    const auto integer = [&](const char* key) { return synattn_test::json_int(cfg.at(key), key); };
+    gc.batch = integer("batch");
+    gc.n = integer("length");
+    const int d = integer("d_model"), h = integer("heads");
     AttentionOptions& o = gc.options;
     o = AttentionOptions(d, h);
-    o.key_size = cfg["key_size"].as_int();
-    o.value_size = cfg["value_size"].as_int();
-    const std::string kind = cfg["bucketing"].as_string();
-    const int m = cfg["max_distance"].as_int();
-    const int nb = cfg["num_buckets"].as_int();
+    o.key_size = integer("key_size");
+    o.value_size = integer("value_size");
+    const std::string kind = cfg.at("bucketing").get<std::string>();
+    const int m = integer("max_distance");
+    const int nb = integer("num_buckets");
     if (kind == "linear") {
       o.bias.bucketing = Bucketing::linear(m);
     } else if (kind == "log") {
-      o.bias.bucketing = Bucketing::log(nb, m, cfg["exact"].is_null() ? -1 : cfg["exact"].as_int());
+      o.bias.bucketing = Bucketing::log(nb, m, cfg.at("exact").is_null() ? -1 : integer("exact"));
     } else if (kind == "directed") {
       o.bias.bucketing = Bucketing::directed(m);
     } else {
@@ -72,10 +73,10 @@ GoldenCase load_case(const fs::path& dir) {
     if (o.bias.bucketing.num_buckets() != nb)
       throw std::runtime_error("config.json: num_buckets " + std::to_string(nb) + " but " +
                                o.bias.bucketing.describe() + " has " + std::to_string(o.bias.bucketing.num_buckets()));
-    o.bias.per_head = cfg["per_head"].as_bool();
-    o.causal = cfg["causal"].as_bool();
-    o.bias.scale_learnable = cfg["scale_learnable"].as_bool();
-    o.bias.table_learnable = cfg.has("table_learnable") ? cfg["table_learnable"].as_bool() : true;
+    o.bias.per_head = cfg.at("per_head").get<bool>();
+    o.causal = cfg.at("causal").get<bool>();
+    o.bias.scale_learnable = cfg.at("scale_learnable").get<bool>();
+    o.bias.table_learnable = cfg.contains("table_learnable") ? cfg.at("table_learnable").get<bool>() : true;
 
     auto load = [&](const std::string& array, Eigen::Index rows, Eigen::Index cols) {
       const fs::path file = dir / (array + ".npy");

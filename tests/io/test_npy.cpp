@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "support/json_lite.hpp"
+#include "support/json_file.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
@@ -364,21 +364,25 @@ TEST_CASE("the writer switches to version 2.0 only when the header needs it", "[
 TEST_CASE("every golden array reads with the shape and dtype config.json lists", "[io][npy][golden]") {
   const std::string name = GENERATE("tiny", "padded", "perhead_log", "causal", "directed");
   const std::string dir = "mha/" + name + "/";
-  const auto config = synattn_test::json::parse_file(synattn_test::golden_path(dir + "config.json"));
-  const auto& shapes = config["shapes"].as_object();
-  const auto& dtypes = config["dtypes"];
+  const nlohmann::json config = synattn_test::read_json_file(synattn_test::golden_path(dir + "config.json"));
+  const auto& shapes = config.at("shapes");
+  const auto& dtypes = config.at("dtypes");
+  REQUIRE(shapes.is_object());
+  REQUIRE(dtypes.is_object());
   REQUIRE(shapes.size() >= 29);
-  REQUIRE(shapes.size() == dtypes.as_object().size());
+  REQUIRE(shapes.size() == dtypes.size());
 
-  for (const auto& entry : shapes) {
-    const std::string& array = entry.first;
+  for (const auto& entry : shapes.items()) {
+    const std::string& array = entry.key();
     Shape want_shape;
-    for (const auto& d : entry.second.as_array()) want_shape.push_back(static_cast<std::size_t>(d.as_int()));
+    REQUIRE(entry.value().is_array());
+    for (const auto& d : entry.value())
+      want_shape.push_back(static_cast<std::size_t>(synattn_test::json_int(d, array)));
     CAPTURE(name, array);
     const std::string path = synattn_test::golden_path(dir + array + ".npy");
     const NpyArray a = read_npy(path);
     CHECK(a.shape() == want_shape);
-    CHECK(synattn::npy_dtype_name(a.dtype()) == dtypes[array].as_string());
+    CHECK(synattn::npy_dtype_name(a.dtype()) == dtypes.at(array).get<std::string>());
     // np.save wrote these files; writing what we read must give them back.
     std::ostringstream again(std::ios::binary);
     write_npy(again, a);
@@ -388,7 +392,8 @@ TEST_CASE("every golden array reads with the shape and dtype config.json lists",
   // The values decode too, not only the headers.
   const auto lengths = read_npy(synattn_test::golden_path(dir + "lengths.npy")).to_vector<long>();
   std::vector<long> config_lengths;
-  for (const auto& v : config["lengths"].as_array()) config_lengths.push_back(v.as_int());
+  REQUIRE(config.at("lengths").is_array());
+  for (const auto& v : config.at("lengths")) config_lengths.push_back(synattn_test::json_int(v, "lengths"));
   CHECK(lengths == config_lengths);
 }
 
