@@ -6,9 +6,12 @@
 //   build/release/bench/bench_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/release/bench/bench_attention --synattn_dump=DIR   (distance blocks + manifest for PyTorch)
 //   build/release/bench/bench_attention --synattn_check_libtorch  (the LibTorch peer computes our output)
+//   build/release/bench/bench_attention --synattn_busy            (another process spins on the last core)
 //   /usr/bin/python3 tools/bench_attention_table.py          (Markdown table: synattn, BLAS, LibTorch, PyTorch)
 //
-// Benchmarks: fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
+// Benchmarks: threads/fwd/BxNxD_MODELxHEADS and threads/fwdbwd/... (the
+// default thread count against one thread, side by side: BM_ThreadRatio),
+// fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
 // training shapes and two single-sentence latency shapes (forward only), at
 // T = 1 and 2 threads; plus fma_peak/ISA/omp:T. Each layer iteration is
 // followed by the floor (the layer's own products, through kernels::product,
@@ -41,8 +44,15 @@
 // in the last bucket). Weights are the layer's seeded nn.Linear-style draws,
 // the table starts as a linear decay (non-zero, so the bias does something).
 //
-// Threads: OpenMP's team (the layer's parallel_for) and Eigen::setNbThreads
-// both follow omp:THREADS. Built with the `blas` preset (EIGEN_USE_BLAS),
+// Threads: OpenMP's team (the layer's parallel_for) follows omp:THREADS, and
+// Eigen follows OpenMP (Eigen::setNbThreads is left alone: a count set there
+// would keep the layer's loops from going serial on a busy machine, see
+// util/parallel.hpp).
+//
+// --synattn_busy: a busy machine. A child process spins on the last core for
+// the whole run (bench/busy_core.hpp), benchmark names get a busy/ prefix,
+// and the counter contended counts the layer's parallel regions that lost to
+// the serial path during the benchmark (the guard then runs loops serially). Built with the `blas` preset (EIGEN_USE_BLAS),
 // OpenBLAS gets --synattn_blas_threads (default 1: the layer calls its large
 // products from inside its own OpenMP team, which already uses the cores;
 // OpenBLAS threads = 2 inside a 2-thread team measured 2-6x slower).
@@ -62,10 +72,11 @@
 #include <synattn/kernels/linear_small.hpp>
 #include <synattn/kernels/product.hpp>
 #include <synattn/tree/batch.hpp>
-#include <synattn/tree/conllu.hpp>
+#include <synattn/io/conllu.hpp>
 #include <synattn/util/parallel.hpp>
 
 #include "bench_corpus.hpp"
+#include "busy_core.hpp"
 #if defined(SYNATTN_WITH_LIBTORCH)
 #include "libtorch_peer.hpp"
 #endif
@@ -143,12 +154,12 @@ double backward_flops(const Shape& s) { return 2.0 * forward_flops(s); }
 // ---------------------------------------------------------------------------
 
 int g_blas_threads = 1;  // --synattn_blas_threads; 0: follow the benchmark
+bool g_busy = false;     // --synattn_busy
 
 void use_threads(int threads) {
 #if defined(_OPENMP)
   omp_set_num_threads(threads);
 #endif
-  Eigen::setNbThreads(threads);
 #if defined(EIGEN_USE_BLAS)
   if (openblas_set_num_threads) openblas_set_num_threads(g_blas_threads > 0 ? g_blas_threads : threads);
 #endif
@@ -501,6 +512,7 @@ void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, i
   const long probe_steps = static_cast<long>(2e8 / probe.flops_per_step);
   double since_probe = 1e300, probe_s = 0;
   std::vector<double> layer_s, floor_s, peak_gflops;
+  const long contended0 = synattn::contended_regions();
   const std::clock_t cpu0 = std::clock();
   const auto wall0 = Clock::now();
   for (auto _ : state) {
@@ -540,6 +552,53 @@ void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, i
   state.counters["fma_peak_GFLOPs"] = peak;
   state.counters["pct_of_peak"] = 100.0 * flops * 1e-9 / layer_median / peak;
   state.counters["cpu_util"] = cpu / (wall * threads);
+  state.counters["contended"] = double(synattn::contended_regions() - contended0);
+  state.SetLabel(w.source);
+}
+
+// The default thread setting against one thread, side by side: every
+// iteration runs the layer at one thread and then at the thread count the
+// program started with (OMP_NUM_THREADS, else the cores), so a machine whose
+// load drifts affects both alike. Counters: t1_ms and default_ms (medians),
+// ratio (their ratio: below 1, the default gains; the busy-machine target is
+// at most 1.3), threads (the default count) and contended (regions the guard
+// caught, see util/parallel.hpp).
+int g_default_threads = 1;
+
+void BM_ThreadRatio(benchmark::State& state, std::size_t shape_index, bool backward) {
+  const Workload& w = workload(shape_index);
+  synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
+  const auto run_layer = [&](int threads) {
+    use_threads(threads);
+    const auto t0 = Clock::now();
+    if (backward) {
+      layer.forward(w.x, w.lengths, w.buckets, cache, out);
+      layer.backward(cache, w.dout, dx);
+    } else {
+      layer.infer(w.x, w.lengths, w.buckets, cache, out);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  run_layer(1);
+  run_layer(g_default_threads);
+  std::vector<double> one, dflt;
+  const long contended0 = synattn::contended_regions();
+  for (auto _ : state) {
+    one.push_back(run_layer(1));
+    dflt.push_back(run_layer(g_default_threads));
+    state.SetIterationTime(one.back() + dflt.back());
+  }
+  use_threads(g_default_threads);
+  state.counters["t1_ms"] = median(one) * 1e3;
+  state.counters["default_ms"] = median(dflt) * 1e3;
+  state.counters["ratio"] = median(dflt) / median(one);
+  state.counters["threads"] = g_default_threads;
+  state.counters["contended"] = double(synattn::contended_regions() - contended0);
   state.SetLabel(w.source);
 }
 
@@ -629,8 +688,18 @@ void register_all() {
   for (std::size_t i = 0; i < shapes().size(); ++i) {
     const Shape& s = shapes()[i];
     for (int pass = 0; pass < (s.latency ? 1 : 2); ++pass)
+      benchmark::RegisterBenchmark(
+          (std::string(g_busy ? "busy/" : "") + "threads/" + (pass ? "fwdbwd" : "fwd") + "/" + s.name()).c_str(),
+          BM_ThreadRatio, i, pass == 1)
+          ->UseManualTime()
+          ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
+  }
+  for (std::size_t i = 0; i < shapes().size(); ++i) {
+    const Shape& s = shapes()[i];
+    for (int pass = 0; pass < (s.latency ? 1 : 2); ++pass)
       for (int t : thread_counts) {
-        const std::string name = std::string(pass ? "fwdbwd" : "fwd") + "/" + s.name() + "/omp:" + std::to_string(t);
+        const std::string name = std::string(g_busy ? "busy/" : "") + (pass ? "fwdbwd" : "fwd") + "/" + s.name() +
+                                 "/omp:" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), BM_Layer, i, pass == 1, t)
             ->UseManualTime()
             ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
@@ -688,6 +757,9 @@ int dump(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(_OPENMP)
+  g_default_threads = omp_get_max_threads();
+#endif
   std::vector<char*> args;
   std::string dump_dir;
   for (int i = 0; i < argc; ++i) {
@@ -706,6 +778,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_attention: built without LibTorch (find_package(Torch) failed)\n");
       return 1;
 #endif
+    } else if (a == "--synattn_busy") {
+      g_busy = true;
     } else if (a.rfind("--synattn_blas_threads=", 0) == 0) {
       g_blas_threads = std::atoi(a.c_str() + std::strlen("--synattn_blas_threads="));
     } else {
@@ -737,6 +811,11 @@ int main(int argc, char** argv) {
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  std::unique_ptr<synattn_bench::BusyCore> busy;
+  if (g_busy) {
+    busy = std::make_unique<synattn_bench::BusyCore>();
+    benchmark::AddCustomContext("busy_core", std::to_string(busy->core()));
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -9,9 +9,18 @@
 #ifndef SYNATTN_UTIL_PARALLEL_HPP
 #define SYNATTN_UTIL_PARALLEL_HPP
 
+#include <Eigen/Core>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <exception>
+#include <limits>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -52,6 +61,136 @@ inline bool runs_parallel(double work) noexcept {
 // per-thread scratch slots its body needs (thread indices are below it).
 inline int team_size(double work) noexcept { return runs_parallel(work) ? max_threads() : 1; }
 
+namespace parallel_detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// CPU time of the calling thread: what its tasks cost, without the time it
+// spent pre-empted (wall time would count that as work). Wall time where
+// POSIX thread clocks are missing.
+inline std::int64_t thread_cpu_ns() noexcept {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return std::int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+#endif
+  return now_ns();
+}
+
+// A parallel region only pays when every thread of its team runs. On a busy
+// machine a team thread is often pre-empted (another process has its core),
+// and the region's closing barrier then waits for it a whole scheduler time
+// slice, milliseconds, while the work itself took a fraction of that: the
+// layer's forward pass measured 15-20x slower at two threads than at one on
+// a 2-core machine with one core busy. So every region is timed, and one in
+// which a thread waited on a pre-empted one (its wall time above the CPU time
+// of its busiest thread by more than a quarter, and by more than
+// kLossFloorNs) sends the following loops to the serial path for a while:
+// on a machine that pre-empts our threads, even a region that beat the
+// serial path keeps the other threads spinning on a core someone else needs,
+// and measured no faster than one thread. The serial spell is kFirstBackoffNs, doubled
+// (up to kMaxBackoffNs) each time a region loses again soon after the last
+// loss, back to the first value after a calm spell. The serial path computes
+// the same bits (see serial_products), so only the speed changes.
+constexpr std::int64_t kLossFloorNs = 200000;        // 0.2 ms: far above an idle team's fork and join
+constexpr std::int64_t kFirstBackoffNs = 20000000;   // 20 ms
+constexpr std::int64_t kMaxBackoffNs = 1000000000;   // 1 s: how long a machine that became idle stays serial
+
+struct Contention {
+  std::atomic<std::int64_t> serial_until{0};  // now_ns() before which loops run serially
+  std::atomic<std::int64_t> backoff{kFirstBackoffNs};
+  std::atomic<std::int64_t> last_loss{std::numeric_limits<std::int64_t>::min() / 2};
+  std::atomic<long> losses{0};      // regions that lost to the serial path (for benchmarks and tests)
+  std::atomic<int> enabled{-1};     // -1: SYNATTN_CONTENTION not read yet; 0 off; 1 on
+};
+
+inline Contention& contention() noexcept {
+  static Contention state;
+  return state;
+}
+
+inline bool contention_guard_enabled() noexcept {
+  int e = contention().enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* env = std::getenv("SYNATTN_CONTENTION");
+    e = (env != nullptr && (std::strcmp(env, "off") == 0 || std::strcmp(env, "0") == 0)) ? 0 : 1;
+    contention().enabled.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+// Whether loops should skip their parallel region now, after a recent loss.
+inline bool contended_now() noexcept {
+  return contention_guard_enabled() && now_ns() < contention().serial_until.load(std::memory_order_relaxed);
+}
+
+// Whether a region that ran for `wall` ns, whose busiest thread spent
+// `busiest` ns of CPU time in it, had a thread wait on a pre-empted one.
+constexpr bool waited_on_preempted(std::int64_t wall, std::int64_t busiest) noexcept {
+  return wall > busiest + busiest / 4 + kLossFloorNs;
+}
+
+// Records a region that ran for `wall` ns, whose busiest thread spent
+// `busiest` ns of CPU time in it.
+inline void record_region(std::int64_t end, std::int64_t wall, std::int64_t busiest) noexcept {
+  if (!waited_on_preempted(wall, busiest) || !contention_guard_enabled()) return;
+  Contention& c = contention();
+  const std::int64_t backoff = c.backoff.load(std::memory_order_relaxed);
+  const bool soon_after_last = end - c.last_loss.load(std::memory_order_relaxed) < 4 * backoff;
+  const std::int64_t next = soon_after_last ? std::min(2 * backoff, kMaxBackoffNs) : kFirstBackoffNs;
+  c.backoff.store(next, std::memory_order_relaxed);
+  c.last_loss.store(end, std::memory_order_relaxed);
+  c.serial_until.store(end + next, std::memory_order_relaxed);
+  c.losses.fetch_add(1, std::memory_order_relaxed);
+}
+
+#if defined(_OPENMP)
+// Runs a loop that would have had a parallel region on this thread alone,
+// with the same bits: inside a team of several threads Eigen never splits a
+// product, so here OpenMP's thread setting is lowered to one for the loop,
+// and Eigen (which follows it) computes every product serially too. Only
+// possible when Eigen follows OpenMP: after Eigen::setNbThreads(n > 1) the
+// loops keep their parallel regions.
+class SerialProducts {
+ public:
+  SerialProducts() noexcept : saved_(omp_get_max_threads()) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SerialProducts() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SerialProducts(const SerialProducts&) = delete;
+  SerialProducts& operator=(const SerialProducts&) = delete;
+  // False when Eigen was told its own thread count, which this cannot lower.
+  static bool possible() noexcept {
+    SerialProducts probe;
+    return Eigen::nbThreads() <= 1;
+  }
+
+ private:
+  int saved_;
+};
+#endif
+
+}  // namespace parallel_detail
+
+// Regions that lost to the serial path since the program started (see
+// parallel_detail::Contention): a benchmark's way to see the guard at work.
+inline long contended_regions() noexcept {
+  return parallel_detail::contention().losses.load(std::memory_order_relaxed);
+}
+
+// Turns the busy-machine guard on or off (on by default; SYNATTN_CONTENTION=off
+// in the environment turns it off). With it off, every loop at or above
+// kMinParallelWork opens its parallel region whatever the last ones cost.
+inline void set_contention_guard(bool on) noexcept {
+  parallel_detail::contention().enabled.store(on ? 1 : 0, std::memory_order_relaxed);
+  if (!on) parallel_detail::contention().serial_until.store(0, std::memory_order_relaxed);
+}
+
 // Runs body(t, thread) for every t in [0, count), where thread in
 // [0, team_size(work)) identifies the thread running task t (for per-thread
 // scratch; results must not depend on it). `work` estimates the loop's total
@@ -61,32 +200,53 @@ inline int team_size(double work) noexcept { return runs_parallel(work) ? max_th
 // terminate the program) and the one of the lowest task index is rethrown
 // once every task has finished.
 //
-// A parallel region always opens with the full team, even for one task:
-// Eigen runs a product serially when it is called from a team of more than
-// one thread, and otherwise splits it by thread count itself, which would
-// change its rounding. So every product called from a task is computed the
-// same way whatever the number of threads.
+// A loop runs serially, with the same bits, when its work is below
+// kMinParallelWork, when it has one task (a region would only add a fork and
+// a join, and on a busy machine a wait for the other threads), and for a
+// while after a region lost to the serial path (parallel_detail::Contention).
+// Otherwise it opens a region with the full team, whose threads take tasks
+// in order from a shared counter. Inside a team Eigen runs every product
+// serially; a serial loop gets the same by parallel_detail::SerialProducts.
 template <class Body>
 void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
   if (count <= 0) return;
 #if defined(_OPENMP)
   if (runs_parallel(work)) {
+    if ((count == 1 || parallel_detail::contended_now()) && parallel_detail::SerialProducts::possible()) {
+      parallel_detail::SerialProducts serial;
+      for (std::ptrdiff_t t = 0; t < count; ++t) body(t, 0);
+      return;
+    }
     std::exception_ptr error;
     std::ptrdiff_t error_task = count;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t t = 0; t < count; ++t) {
-      try {
-        body(t, omp_get_thread_num());
-      } catch (...) {
+    std::atomic<std::ptrdiff_t> next{0};
+    std::atomic<std::int64_t> busiest{0};
+    const std::int64_t start = parallel_detail::now_ns();
+#pragma omp parallel
+    {
+      const int thread = omp_get_thread_num();
+      const std::int64_t entered = parallel_detail::thread_cpu_ns();
+      for (std::ptrdiff_t t = next.fetch_add(1, std::memory_order_relaxed); t < count;
+           t = next.fetch_add(1, std::memory_order_relaxed)) {
+        try {
+          body(t, thread);
+        } catch (...) {
 #pragma omp critical(synattn_parallel_for_error)
-        {
-          if (t < error_task) {
-            error_task = t;
-            error = std::current_exception();
+          {
+            if (t < error_task) {
+              error_task = t;
+              error = std::current_exception();
+            }
           }
         }
       }
+      const std::int64_t mine = parallel_detail::thread_cpu_ns() - entered;
+      std::int64_t seen = busiest.load(std::memory_order_relaxed);
+      while (mine > seen && !busiest.compare_exchange_weak(seen, mine, std::memory_order_relaxed)) {
+      }
     }
+    const std::int64_t end = parallel_detail::now_ns();
+    parallel_detail::record_region(end, end - start, busiest.load(std::memory_order_relaxed));
     if (error) std::rethrow_exception(error);
     return;
   }
