@@ -137,6 +137,16 @@ inline BucketBlock random_buckets(const std::vector<int>& lq, const std::vector<
   return out;
 }
 
+// A bucket block as make_distance_batch and bucketize write one: `value` on
+// the pairs within the lengths, -1 (padding) everywhere else.
+inline BucketBlock padded_buckets(const std::vector<int>& lq, const std::vector<int>& lkv, Eigen::Index nq,
+                                  Eigen::Index nkv, int value = 0) {
+  BucketBlock out = BucketBlock::Constant(static_cast<Eigen::Index>(lq.size()) * nq, nkv, -1);
+  for (std::size_t b = 0; b < lq.size(); ++b)
+    out.block(static_cast<Eigen::Index>(b) * nq, 0, lq[b], lkv[b]).setConstant(static_cast<std::int8_t>(value));
+  return out;
+}
+
 inline MatrixD random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937& rng, double sd = 1.0) {
   std::normal_distribution<double> g(0.0, sd);
   MatrixD m(rows, cols);

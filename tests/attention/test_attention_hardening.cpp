@@ -261,11 +261,12 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>();
     x.row(5).setConstant(1e30f);  // sequence 1 has length 2: row 5 is padding
     const std::vector<int> short_lengths = {3, 2};
+    const BucketBlock short_buckets = synattn_test::padded_buckets(short_lengths, short_lengths, 3, 3);
     MatrixF out;
-    REQUIRE_NOTHROW(out = layer.forward(x, short_lengths, buckets, cache));
+    REQUIRE_NOTHROW(out = layer.forward(x, short_lengths, short_buckets, cache));
     CHECK(out.topRows(5).allFinite());
     x.row(4).setConstant(1e30f);  // now a real word: refused, by sequence and position
-    CHECK_THROWS_WITH(layer.forward(x, short_lengths, buckets, cache), Contains("sequence 1"));
+    CHECK_THROWS_WITH(layer.forward(x, short_lengths, short_buckets, cache), Contains("sequence 1"));
   }
   SECTION("large but safe inputs pass and give finite outputs") {
     LayerF layer(o);
@@ -320,7 +321,7 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
       const std::vector<int> lq = {int(nq), int(nq) / 2}, lk = {int(nkv), int(nkv) / 2};
       Layer::Cache cache;
       MatrixD out(2 * nq, 8), dxq(2 * nq, 8), dmem(2 * nkv, 5);
-      cross.forward_cross(xq, lq, mem, lk, BucketBlock::Zero(2 * nq, nkv), cache, out);
+      cross.forward_cross(xq, lq, mem, lk, synattn_test::padded_buckets(lq, lk, nq, nkv), cache, out);
       for (Eigen::Index r = 0; r < out.rows(); ++r) CHECK((out.row(r) - cross.bo()).cwiseAbs().maxCoeff() == 0.0);
       cross.zero_grad();
       cross.backward_cross(cache, MatrixD::Ones(2 * nq, 8), dxq, dmem);
@@ -332,7 +333,7 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     std::mt19937 rng(8);
     const MatrixD x = synattn_test::random_matrix(6, 8, rng);
     Layer::Cache cache;
-    const MatrixD out = layer.forward(x, none, BucketBlock::Zero(6, 3), cache);
+    const MatrixD out = layer.forward(x, none, BucketBlock::Constant(6, 3, -1), cache);
     for (Eigen::Index r = 0; r < 6; ++r) CHECK((out.row(r) - layer.bo()).cwiseAbs().maxCoeff() == 0.0);
     layer.zero_grad();
     const MatrixD dx = layer.backward(cache, MatrixD::Ones(6, 8));
@@ -378,4 +379,60 @@ TEMPLATE_TEST_CASE("all_finite finds one NaN or infinity anywhere, in contiguous
   CHECK(all_finite(map));
   m(0, 0) = bad[1];
   CHECK_FALSE(all_finite(map));
+}
+
+// The mistakes a user made that used to pass silently or be reported as
+// something else: lengths that belong to other sequences, a wrong number of
+// lengths, and tree distances where buckets belong.
+TEST_CASE("buckets beyond the lengths, a wrong number of lengths and raw distances are refused, by name",
+          "[attention][errors]") {
+  const int n = 6;
+  const std::vector<int> lengths = {6, 4};
+  std::mt19937 rng(3);
+  AttentionOptions o = base_options();
+  Layer layer(o);
+  // Every pair within the lengths has a bucket, so the block says exactly
+  // which lengths it was built for.
+  const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng, 0.0);
+  const MatrixD x = synattn_test::random_matrix(2 * n, 8, rng);
+  Layer::Cache cache;
+  CHECK_NOTHROW(layer.forward(x, lengths, buckets, cache));
+
+  SECTION("two sequences' lengths swapped") {
+    const std::vector<int> swapped = {4, 6};
+    CHECK_THROWS_WITH(layer.forward(x, swapped, buckets, cache),
+                      Contains("(sequence 0, query 0, key 4) lies beyond lengths[0] = 4") && Contains("swapped"));
+    CHECK_THROWS_WITH(layer.infer(x, swapped, buckets), Contains("where only padding (-1) belongs"));
+  }
+  SECTION("-1 within the lengths masks a pair and is accepted") {
+    BucketBlock masked = buckets;
+    masked(1, 2) = -1;
+    CHECK_NOTHROW(layer.forward(x, lengths, masked, cache));
+  }
+  SECTION("one length too many or too few is reported as the lengths' count") {
+    for (const std::vector<int>& wrong : {std::vector<int>{6, 4, 0}, std::vector<int>{6}})
+      CHECK_THROWS_WITH(layer.forward(x, wrong, buckets, cache),
+                        Contains("lengths has " + std::to_string(wrong.size()) +
+                                 " entries, but x (12 rows) and buckets (6 keys per row) hold 2 sequences"));
+  }
+  SECTION("tree distances beyond the bucketing get a hint") {
+    BucketBlock distances = buckets;
+    distances(0, 5) = 9;  // linear(7) has buckets 0..7
+    CHECK_THROWS_WITH(layer.forward(x, lengths, distances, cache),
+                      Contains("is out of range [-1, 8)") && Contains("without bucketize()"));
+  }
+  SECTION("cross-attention: memory lengths that do not match the block") {
+    AttentionOptions oc = base_options();
+    oc.memory_size = 8;
+    Layer cross(oc);
+    const std::vector<int> lq = {5, 3}, lkv = {6, 2};
+    const BucketBlock cb = synattn_test::random_buckets(lq, lkv, 5, n, cross.num_buckets(), rng, 0.0);
+    const MatrixD xq = synattn_test::random_matrix(2 * 5, 8, rng);
+    MatrixD out(10, 8);
+    CHECK_NOTHROW(cross.forward_cross(xq, lq, x, lkv, cb, cache, out));
+    CHECK_THROWS_WITH(cross.forward_cross(xq, lq, x, std::vector<int>{2, 6}, cb, cache, out),
+                      Contains("lies beyond lengths_q[0] = 5, lengths_kv[0] = 2"));
+    CHECK_THROWS_WITH(cross.forward_cross(xq, lq, x, std::vector<int>{6, 2, 1}, cb, cache, out),
+                      Contains("lengths_kv has 3 entries, but memory (12 rows)"));
+  }
 }

@@ -447,7 +447,7 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
   Layer::Cache cache;
   const std::vector<int> lengths = {3, 2};
   const MatrixD x = MatrixD::Zero(6, 8);
-  const BucketBlock ok = BucketBlock::Zero(6, 3);
+  const BucketBlock ok = synattn_test::padded_buckets(lengths, lengths, 3, 3);
   using Catch::Contains;
 
   CHECK_THROWS_AS(layer.forward(MatrixD::Zero(6, 7), lengths, ok, cache), synattn::Error);

@@ -195,10 +195,11 @@ Index SyntaxBiasedAttention<Scalar>::check_self_inputs(const char* fn, const Eig
   if (dm_kv_ != options_.d_model)
     throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
                 std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  if (options_.syntax_bias) check_length_count(fn, "lengths", lengths.size(), "x", x.rows(), buckets.cols());
   const Index batch = static_cast<Index>(lengths.size());
   const Index n = check_tokens(fn, "x", x.rows(), x.cols(), batch, options_.d_model);
   check_lengths(fn, "lengths", lengths, n);
-  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n, n, options_.bias);
+  if (options_.syntax_bias) check_buckets(fn, buckets, lengths, lengths, n, n, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
   if (options_.check_finite) {
     check_finite_tokens<Scalar>(fn, "x", x, n);
@@ -217,6 +218,8 @@ void SyntaxBiasedAttention<Scalar>::check_cross_inputs(const char* fn, const Eig
   using namespace attention_detail;
   if (options_.causal)
     throw Error(error_prefix(fn) + "causal masking is defined for self-attention only (options.causal is set)");
+  if (options_.syntax_bias)
+    check_length_count(fn, "lengths_kv", lengths_kv.size(), "memory", memory.rows(), buckets.cols());
   const Index batch = static_cast<Index>(lengths_q.size());
   if (static_cast<Index>(lengths_kv.size()) != batch)
     throw Error(error_prefix(fn) + "lengths_q has " + std::to_string(batch) + " entries but lengths_kv has " +
@@ -225,7 +228,7 @@ void SyntaxBiasedAttention<Scalar>::check_cross_inputs(const char* fn, const Eig
   n_kv = check_tokens(fn, "memory", memory.rows(), memory.cols(), batch, dm_kv_);
   check_lengths(fn, "lengths_q", lengths_q, n_q);
   check_lengths(fn, "lengths_kv", lengths_kv, n_kv);
-  if (options_.syntax_bias) check_buckets(fn, buckets, batch, n_q, n_kv, options_.bias);
+  if (options_.syntax_bias) check_buckets(fn, buckets, lengths_q, lengths_kv, n_q, n_kv, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n_q, options_.d_model);
   if (options_.check_finite) {
     check_finite_tokens<Scalar>(fn, "x_q", x_q, n_q);

@@ -72,33 +72,87 @@ inline void check_lengths(const char* fn, const char* name, const std::vector<in
                   " is out of range [0, " + std::to_string(n) + "] (n = rows per sequence)");
 }
 
-// A (batch * n_q, n_kv) bucket block with values in [-1, num_buckets).
-inline void check_buckets(const char* fn, const Eigen::Ref<const RowMajorMatrix<std::int8_t>>& buckets, Index batch,
-                          Index n_q, Index n_kv, const BiasTableOptions& bias) {
+// What a bucket value out of range most often means: distances where bucket
+// indices belong (they agree only for a linear bucketing up to its maximum).
+inline std::string bucket_hint(const BiasTableOptions& bias) {
+  return " for " + bias.bucketing.describe() +
+         " (buckets hold bucket indices: were tree distances passed without bucketize()?)";
+}
+
+// A (batch * n_q, n_kv) bucket block with values in [-1, num_buckets), whose
+// padding agrees with the lengths: a pair beyond a sequence's lengths must be
+// -1 (padding), as make_distance_batch and bucketize write it. A bucket there
+// means the lengths belong to other sequences (two of them swapped, or
+// another batch's), which the layer would otherwise mask silently. -1 inside
+// the lengths is allowed: it masks that pair (docs/math.md, masking).
+inline void check_buckets(const char* fn, const Eigen::Ref<const RowMajorMatrix<std::int8_t>>& buckets,
+                          const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv, Index n_q,
+                          Index n_kv, const BiasTableOptions& bias) {
+  const Index batch = static_cast<Index>(lengths_q.size());
   if (buckets.rows() != batch * n_q || buckets.cols() != n_kv)
     throw Error(error_prefix(fn) + "buckets is " + shape_string(buckets.rows(), buckets.cols()) + ", expected " +
                 shape_string(batch * n_q, n_kv) + " (batch * n_q, n_kv)");
   const int nb = bias.num_buckets();
   // Byte-wide minimum and maximum (vpminsb / vpmaxsb, 64 keys per
-  // instruction); widening each key to int made this 1% of inference at n = 1024.
-  std::int8_t lo = -1, hi = -1;
-  for (Index r = 0; r < buckets.rows(); ++r) {
-    const std::int8_t* row = buckets.data() + r * buckets.outerStride();
-    for (Index j = 0; j < n_kv; ++j) {
-      lo = std::min(lo, row[j]);
-      hi = std::max(hi, row[j]);
+  // instruction); widening each key to int made this 1% of inference at
+  // n = 1024. `pad_hi` is the largest value beyond the lengths (-1 if all
+  // padding).
+  std::int8_t lo = -1, hi = -1, pad_hi = -1;
+  for (Index b = 0; b < batch; ++b) {
+    const Index lq = lengths_q[static_cast<std::size_t>(b)], lkv = lengths_kv[static_cast<std::size_t>(b)];
+    for (Index i = 0; i < n_q; ++i) {
+      const std::int8_t* row = buckets.data() + (b * n_q + i) * buckets.outerStride();
+      const Index live = i < lq ? lkv : 0;  // keys within the lengths on this row
+      for (Index j = 0; j < live; ++j) {
+        lo = std::min(lo, row[j]);
+        hi = std::max(hi, row[j]);
+      }
+      for (Index j = live; j < n_kv; ++j) {
+        lo = std::min(lo, row[j]);
+        pad_hi = std::max(pad_hi, row[j]);
+      }
     }
   }
-  if (lo >= -1 && hi < nb) return;
+  if (lo >= -1 && hi < nb && pad_hi == -1) return;
   for (Index r = 0; r < buckets.rows(); ++r)
     for (Index j = 0; j < n_kv; ++j) {
       const int v = buckets(r, j);
+      const Index b = r / n_q, i = r % n_q;
+      const std::string where = " (sequence " + std::to_string(b) + ", query " + std::to_string(i) + ", key " +
+                                std::to_string(j) + ")";
       if (v < -1 || v >= nb)
         throw Error(error_prefix(fn) + "buckets(" + std::to_string(r) + ", " + std::to_string(j) + ") = " +
-                    std::to_string(v) + " (sequence " + std::to_string(r / n_q) + ", query " +
-                    std::to_string(r % n_q) + ", key " + std::to_string(j) + ") is out of range [-1, " +
-                    std::to_string(nb) + ") for " + bias.bucketing.describe());
+                    std::to_string(v) + where + " is out of range [-1, " + std::to_string(nb) + ")" +
+                    bucket_hint(bias));
+      const bool padding = i >= lengths_q[static_cast<std::size_t>(b)] || j >= lengths_kv[static_cast<std::size_t>(b)];
+      if (padding && v != -1) {
+        const bool self = &lengths_q == &lengths_kv;
+        const std::string lengths = self ? "lengths[" + std::to_string(b) + "] = " +
+                                               std::to_string(lengths_q[static_cast<std::size_t>(b)])
+                                         : "lengths_q[" + std::to_string(b) + "] = " +
+                                               std::to_string(lengths_q[static_cast<std::size_t>(b)]) +
+                                               ", lengths_kv[" + std::to_string(b) + "] = " +
+                                               std::to_string(lengths_kv[static_cast<std::size_t>(b)]);
+        throw Error(error_prefix(fn) + "buckets(" + std::to_string(r) + ", " + std::to_string(j) + ") = " +
+                    std::to_string(v) + where + " lies beyond " + lengths +
+                    ", where only padding (-1) belongs: the lengths do not match the bucket block (two sequences' "
+                    "lengths swapped, or another batch's lengths?)");
+      }
     }
+}
+
+// The lengths must give one length per sequence of the inputs: `rows` rows
+// of `name` hold `rows / n` sequences of n positions (n from the bucket
+// block). Checked before the shapes, so that a wrong count is reported as
+// such, not as a shape error of whichever input comes next.
+inline void check_length_count(const char* fn, const char* lengths_name, std::size_t count, const char* name,
+                               Index rows, Index n) {
+  if (n <= 0 || rows % n != 0) return;  // the shape checks report these
+  if (static_cast<Index>(count) != rows / n)
+    throw Error(error_prefix(fn) + lengths_name + " has " + std::to_string(count) + " entries, but " + name + " (" +
+                std::to_string(rows) + " rows) and buckets (" + std::to_string(n) + " keys per row) hold " +
+                std::to_string(rows / n) + " sequences of " + std::to_string(n) + " positions: " + lengths_name +
+                " gives one length per sequence");
 }
 
 // The shared finiteness tests (util/finite.hpp), by their old names here.
