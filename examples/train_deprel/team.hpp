@@ -49,16 +49,22 @@ class Team {
     return v;
   }
 
-  // This process's contiguous share of a global batch (all of it when alone).
+  // This process's contiguous share of a global batch (all of it when alone):
+  // mpi::shard's split, so the example and the library cannot disagree.
   std::vector<std::size_t> share(const std::vector<std::size_t>& global) const {
-    const std::size_t n = global.size(), r = static_cast<std::size_t>(rank_), p = static_cast<std::size_t>(size_);
-    return std::vector<std::size_t>(global.begin() + static_cast<std::ptrdiff_t>(share_begin(n)),
-                                    global.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / p));
+#if defined(SYNATTN_EXAMPLE_MPI)
+    if (comm_) return synattn::mpi::shard_of(global, rank_, size_);
+#endif
+    return global;
   }
   // Where this process's share of a global batch of n sentences starts (the
   // index of its first sentence in the global batch; 0 when alone).
   std::size_t share_begin(std::size_t n) const {
-    return n * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(size_);
+#if defined(SYNATTN_EXAMPLE_MPI)
+    if (comm_) return synattn::mpi::shard(n, rank_, size_).first;
+#endif
+    (void)n;
+    return 0;
   }
 
  private:
