@@ -21,6 +21,7 @@
 
 #include "bias/bucketing.hpp"
 #include "bias/bias_table.hpp"
+#include "bias/bucket_batch.hpp"
 
 #include "data/tagging_corpus.hpp"
 #include "data/vocabulary.hpp"

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <synattn/bias/bucket_batch.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/subword.hpp>
@@ -348,4 +349,60 @@ TEST_CASE("bucketize_directed names 'down' when its shape is wrong", "[bucketing
   down.setZero();
   CHECK_THROWS_WITH((bucketize_directed<std::int8_t, std::int8_t>(Bucketing::directed(3), up, down, out)),
                     Catch::Contains("down"));
+}
+
+TEST_CASE("make_bucket_batch gives the five-statement path's buckets and lengths in one call", "[bucketing][batch]") {
+  std::mt19937 rng(17);
+  std::vector<DependencyTree> trees;
+  for (int n : {7, 1, 12, 0, 30})
+    trees.push_back(DependencyTree::from_heads(synattn_test::random_recursive_heads(n, rng),
+                                               HeadConvention::ZeroBasedRootMinusOne));
+  for (const Bucketing& bucketing : {Bucketing::linear(10), Bucketing::log(8, 16), Bucketing::directed(4)}) {
+    INFO(bucketing.describe());
+    const BucketBatch got = make_bucket_batch(trees, bucketing);
+    RowMajorMatrix<std::int8_t> want;
+    std::vector<int> lengths;
+    if (bucketing.kind() == BucketKind::Directed) {
+      const auto d = make_directed_distance_batch<std::int8_t>(trees, -1, bucketing.cross_distance());
+      want.resize(d.up.rows(), d.up.cols());
+      bucketize_directed<std::int8_t, std::int8_t>(bucketing, d.up, d.down, want);
+      lengths = d.lengths;
+    } else {
+      const auto d = make_distance_batch<std::int8_t>(trees, -1, bucketing.cross_distance());
+      want.resize(d.distances.rows(), d.distances.cols());
+      bucketize<std::int8_t, std::int8_t>(bucketing, d.distances, want);
+      lengths = d.lengths;
+    }
+    CHECK(got.n_max == 30);
+    CHECK(got.lengths == lengths);
+    CHECK(got.buckets == want);
+    // Padding is -1, every pair within a sentence has a bucket.
+    for (std::size_t b = 0; b < trees.size(); ++b)
+      for (int i = 0; i < got.n_max; ++i)
+        for (int j = 0; j < got.n_max; ++j) {
+          const bool live = i < lengths[b] && j < lengths[b];
+          const int v = got.buckets(static_cast<Eigen::Index>(b) * got.n_max + i, j);
+          if (live != (v >= 0)) FAIL("sentence " << b << " pair (" << i << ", " << j << ") = " << v);
+        }
+  }
+}
+
+TEST_CASE("make_bucket_batch: sentences past int8 distances, packed forests and a too small n_max", "[bucketing][batch]") {
+  // A 300-word chain: distances up to 299, which int8 distances cannot hold.
+  const std::vector<DependencyTree> chain = {
+      DependencyTree::from_heads(synattn_test::path_heads(300, 0), HeadConvention::ZeroBasedRootMinusOne)};
+  const BucketBatch b = make_bucket_batch(chain, Bucketing::linear(10));
+  CHECK(+b.buckets(0, 299) == 10);
+  CHECK(+b.buckets(0, 5) == 5);
+  // A forest of two sentences: cross-tree pairs land in the last bucket.
+  std::mt19937 rng(5);
+  std::vector<DependencyTree> two = {
+      DependencyTree::from_heads(synattn_test::random_recursive_heads(4, rng), HeadConvention::ZeroBasedRootMinusOne),
+      DependencyTree::from_heads(synattn_test::random_recursive_heads(3, rng), HeadConvention::ZeroBasedRootMinusOne)};
+  const std::vector<DependencyTree> forest = pack_sequences(two, 7);
+  REQUIRE(forest.size() == 1);
+  const BucketBatch f = make_bucket_batch(forest, Bucketing::linear(6));
+  CHECK(+f.buckets(0, 5) == 6);
+  CHECK(+f.buckets(5, 0) == 6);
+  CHECK_THROWS_WITH(make_bucket_batch(two, Bucketing::linear(6), 3), Catch::Contains("4 words"));
 }

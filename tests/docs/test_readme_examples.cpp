@@ -54,17 +54,15 @@ int main() {
   std::vector<DependencyTree> trees = {
       DependencyTree::from_heads({1, -1, 1}, HeadConvention::ZeroBasedRootMinusOne),         // She reads books
       DependencyTree::from_heads({1, 3, 3, -1, 3}, HeadConvention::ZeroBasedRootMinusOne)};  // The cat quickly ate fish
-  // Tree distance of every word pair, padded to the longest sentence, then bucketed.
-  DistanceBatch<std::int8_t> batch = make_distance_batch<std::int8_t>(trees);
   AttentionOptions options(64, 4);                  // d_model 64, 4 heads
   options.bias.bucketing = Bucketing::linear(10);   // distances 0..9, 10 and more share bucket 10
-  RowMajorMatrix<std::int8_t> buckets(batch.distances.rows(), batch.distances.cols());
-  bucketize<std::int8_t, std::int8_t>(options.bias.bucketing, batch.distances, buckets);
+  // Tree distance of every word pair, padded (-1) to the longest sentence, bucketed.
+  BucketBatch batch = make_bucket_batch(trees, options.bias.bucketing);
 
   SyntaxBiasedAttention<float> layer(options);      // the bias table starts at 0: plain attention
-  RowMajorMatrix<float> x = RowMajorMatrix<float>::Random(buckets.rows(), 64);  // one row per token
+  RowMajorMatrix<float> x = RowMajorMatrix<float>::Random(batch.buckets.rows(), 64);  // one row per token
   AttentionCache<float> cache;
-  RowMajorMatrix<float> y = layer.forward(x, batch.lengths, buckets, cache);
+  RowMajorMatrix<float> y = layer.forward(x, batch.lengths, batch.buckets, cache);
   RowMajorMatrix<float> dy = RowMajorMatrix<float>::Ones(y.rows(), y.cols());   // dL/dy of L = sum(y)
   RowMajorMatrix<float> dx = layer.backward(cache, dy);  // dL/dx; parameter gradients accumulate
   std::cout << "y: " << y.rows() << " x " << y.cols() << ", dL/dx: " << dx.rows() << " x " << dx.cols()
