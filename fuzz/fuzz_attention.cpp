@@ -6,7 +6,8 @@
 //
 // The bytes choose a small layer (n <= 24, widths <= 32) and its inputs:
 // options (some invalid or beyond the scalar type), lengths and buckets
-// (including -1 and out-of-range values), causal masking, talking heads,
+// (including -1, out-of-range values and buckets where the lengths say
+// padding), causal masking, talking heads,
 // dropout, cross-attention, values from tame to NaN and 1e30, and a second
 // layer the cache is handed to. Checked:
 //   - nothing crashes (ASan/UBSan), and every refusal is synattn::Error
@@ -177,6 +178,21 @@ void run(FuzzedDataProvider& in) {
     }
     buckets.data()[i] = static_cast<std::int8_t>(v);
   }
+  // Pairs beyond the lengths are padding (-1), as make_distance_batch writes
+  // them; now and then the drawn values stay there, and a bucket left there
+  // must be refused. (One byte decides, so the draws after it keep theirs;
+  // an exhausted input gives 0: padding.)
+  const bool keep_padding = d.small(0, 15) == 15;
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < nq; ++i)
+      for (int j = 0; j < nkv; ++j) {
+        if (i < lq[static_cast<std::size_t>(b)] && j < lkv[static_cast<std::size_t>(b)]) continue;
+        std::int8_t& v = buckets(Index(b) * nq + i, j);
+        if (!keep_padding)
+          v = -1;
+        else if (o.syntax_bias && v != -1)
+          d.tame = false;
+      }
 
   // Construction: invalid options or options beyond Scalar are refused.
   std::unique_ptr<Layer> owner;

@@ -86,6 +86,11 @@ struct Input {
     buckets.resize(B * n, n);
     for (Index i = 0; i < buckets.size(); ++i)
       buckets.data()[i] = static_cast<std::int8_t>(static_cast<int>(rng() % std::uint32_t(num_buckets + 1)) - 1);
+    // Pairs beyond a sequence's length are padding, as the layer requires.
+    for (Index b = 0; b < B; ++b)
+      for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j < n; ++j)
+          if (i >= lengths[std::size_t(b)] || j >= lengths[std::size_t(b)]) buckets(b * n + i, j) = -1;
   }
 };
 

@@ -30,8 +30,8 @@ namespace attention_detail {
 
 // "fn: ", the start of every message.
 inline std::string error_prefix(const char* fn) { return std::string(fn) + ": "; }
-// "RxC".
-inline std::string shape_string(Index rows, Index cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+// "RxC", the library's one form for a matrix shape (error.hpp).
+inline std::string shape_string(Index rows, Index cols) { return shape_text(rows, cols); }
 // A number as printed in messages: shortest round-trip-ish (%g with enough digits).
 inline std::string number_string(double v) {
   std::ostringstream s;
