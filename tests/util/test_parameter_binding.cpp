@@ -122,7 +122,10 @@ Inputs make_inputs() {
   for (Index i = 0; i < in.dout.size(); ++i) in.dout.data()[i] = dist(gen);
   in.buckets.resize(8, 4);
   for (Index r = 0; r < 8; ++r)
-    for (Index c = 0; c < 4; ++c) in.buckets(r, c) = static_cast<std::int8_t>((r + c) % 5);
+    for (Index c = 0; c < 4; ++c) {
+      const bool padding = r % 4 >= in.lengths[std::size_t(r / 4)] || c >= in.lengths[std::size_t(r / 4)];
+      in.buckets(r, c) = static_cast<std::int8_t>(padding ? -1 : (r + c) % 5);
+    }
   return in;
 }
 
