@@ -535,28 +535,3 @@ TEST_CASE("training resumed from a step-5 checkpoint continues bit-identically",
     CHECK(same_bits(Eigen::VectorXd(resumed.parameters()), history[static_cast<std::size_t>(t - 1)]));
   }
 }
-
-TEST_CASE("README: the training loop compiles and runs as written", "[checkpoint][readme]") {
-  using namespace synattn;
-  const Problem p = make_problem();
-  Layer layer(layer_options(3));
-  const long long steps = 3;
-  const std::string path = temp_path("readme");
-  const Remove cleanup{path};
-  // From README.md, "Training machinery" (the comment line made real).
-  Adam<double> opt(AdamOptions::adamw(1e-3), syntax_bias_groups(10.0));
-  ProgressiveStrength<double> intro({ProgressiveOptions::Mode::Hold, 0.1, 1000});
-  for (long long t = 1; t <= steps; ++t) {
-    Layer::Cache cache;
-    layer.zero_grad();
-    layer.backward(cache, layer.forward(p.x, p.lengths, p.buckets, cache) - p.target);
-    clip_grad_norm<double>(layer.parameter_infos(), layer.gradients(), 1.0);
-    intro.before_step(t, layer.parameter_infos(), layer.parameters(), layer.gradients());
-    opt.set_lr(1e-3 * warmup_inverse_sqrt(t, 4000));
-    opt.step(layer.parameter_infos(), layer.parameters(), layer.gradients());
-    intro.after_step(t, layer.parameter_infos(), layer.parameters());
-  }
-  save_checkpoint(path, layer.parameter_infos(), layer.parameters(), &opt, steps);
-  CHECK(load_safetensors(path).metadata.at("step") == "3");
-  CHECK(layer.parameter("scale")(0, 0) == 0.1);
-}
