@@ -202,6 +202,8 @@ void run(const std::string& text) {
       corpus.sentences.push_back(synattn::to_tagged_sentence(s, "fuzz"));
     } catch (const synattn::Error&) {
       // No usable DEPREL: read_tagging_corpus refuses the file, so skip it here.
+    } catch (const synattn::ParseError&) {
+      // The same refusal for a malformed DEPREL, which is the file's fault.
     }
   }
   if (corpus.sentences.empty()) return;
