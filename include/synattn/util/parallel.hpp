@@ -103,7 +103,7 @@ struct Contention {
   std::atomic<std::int64_t> serial_until{0};  // now_ns() before which loops run serially
   std::atomic<std::int64_t> backoff{kFirstBackoffNs};
   std::atomic<std::int64_t> last_loss{std::numeric_limits<std::int64_t>::min() / 2};
-  std::atomic<long> losses{0};      // regions that lost to the serial path (for benchmarks and tests)
+  std::atomic<long> losses{0};      // regions caught waiting on a pre-empted thread (benchmarks, tests)
   std::atomic<int> enabled{-1};     // -1: SYNATTN_CONTENTION not read yet; 0 off; 1 on
 };
 
@@ -177,7 +177,7 @@ class SerialProducts {
 
 }  // namespace parallel_detail
 
-// Regions that lost to the serial path since the program started (see
+// Regions caught waiting on a pre-empted thread since the program started (see
 // parallel_detail::Contention): a benchmark's way to see the guard at work.
 inline long contended_regions() noexcept {
   return parallel_detail::contention().losses.load(std::memory_order_relaxed);
@@ -203,7 +203,8 @@ inline void set_contention_guard(bool on) noexcept {
 // A loop runs serially, with the same bits, when its work is below
 // kMinParallelWork, when it has one task (a region would only add a fork and
 // a join, and on a busy machine a wait for the other threads), and for a
-// while after a region lost to the serial path (parallel_detail::Contention).
+// while after a region in which a thread waited on a pre-empted one
+// (parallel_detail::Contention).
 // Otherwise it opens a region with the full team, whose threads take tasks
 // in order from a shared counter. Inside a team Eigen runs every product
 // serially; a serial loop gets the same by parallel_detail::SerialProducts.
