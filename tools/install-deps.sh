@@ -18,7 +18,7 @@ if [[ "${SYNATTN_WITH_BENCH_EXTRAS:-0}" == 1 ]]; then
   packages+=(libopenblas-dev python3-torch python3-numpy libtorch-dev)
 fi
 # The AArch64 cross build of the kernel tests, run under qemu-user
-# (cmake/toolchains/aarch64-linux-gnu.cmake).
+# (tools/toolchains/aarch64-linux-gnu.cmake).
 if [[ "${SYNATTN_WITH_AARCH64:-0}" == 1 ]]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)
 fi

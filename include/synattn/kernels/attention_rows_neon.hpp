@@ -13,7 +13,7 @@
 //   bigger tables read each slot from memory.
 // - FMAX returns NaN when either operand is NaN, so max and the exp clamp
 //   carry NaN by themselves.
-// Cross-compiled and tested under qemu-user: cmake/toolchains/aarch64-linux-gnu.cmake.
+// Cross-compiled and tested under qemu-user: tools/toolchains/aarch64-linux-gnu.cmake.
 #ifndef SYNATTN_KERNELS_ATTENTION_ROWS_NEON_HPP
 #define SYNATTN_KERNELS_ATTENTION_ROWS_NEON_HPP
 

@@ -4,7 +4,7 @@
 # NEON primitives there (kernels/attention_rows_neon.hpp):
 #
 #   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
-#     -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
+#     -DCMAKE_TOOLCHAIN_FILE=tools/toolchains/aarch64-linux-gnu.cmake \
 #     -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_INSTALL=OFF -DSYNATTN_CHECKPOINT=OFF
 #   cmake --build build/aarch64 --target test_attention_rows test_dispatch
 #   qemu-aarch64 -L /usr/aarch64-linux-gnu build/aarch64/tests/test_attention_rows
