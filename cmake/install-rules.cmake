@@ -10,7 +10,7 @@ install(EXPORT synattnTargets
   DESTINATION "${SYNATTN_CMAKE_DIR}")
 # synattn::checkpoint in its own export file: the package config loads it
 # (and looks for nlohmann_json) only when it is wanted and can work.
-if(SYNATTN_CHECKPOINT)
+if(SYNATTN_WITH_CHECKPOINT)
   install(TARGETS synattn_checkpoint EXPORT synattnCheckpointTargets)
   install(EXPORT synattnCheckpointTargets
     NAMESPACE synattn::
@@ -25,15 +25,33 @@ if(SYNATTN_WITH_MPI)
     DESTINATION "${SYNATTN_CMAKE_DIR}")
 endif()
 
+# synattn::compiled (SYNATTN_BUILD_COMPILED=ON) likewise: a static library
+# of the layer's, the tagger's and the parser's float and double code,
+# compiled for SYNATTN_ARCH (recorded in the package as
+# synattn_COMPILED_ARCH). It makes the package architecture-specific.
+set(SYNATTN_WITH_COMPILED OFF)
+if(TARGET synattn_compiled)
+  set(SYNATTN_WITH_COMPILED ON)
+  install(TARGETS synattn_compiled EXPORT synattnCompiledTargets ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+  install(EXPORT synattnCompiledTargets
+    NAMESPACE synattn::
+    DESTINATION "${SYNATTN_CMAKE_DIR}")
+endif()
+
 configure_package_config_file(
   cmake/synattnConfig.cmake.in
   "${PROJECT_BINARY_DIR}/synattnConfig.cmake"
   INSTALL_DESTINATION "${SYNATTN_CMAKE_DIR}")
-# Header-only: the version file must not pin the consumer's pointer size.
+# Header-only, the version file must not pin the consumer's pointer size;
+# with the compiled library in, it must.
+set(synattn_arch_independent ARCH_INDEPENDENT)
+if(SYNATTN_WITH_COMPILED)
+  set(synattn_arch_independent "")
+endif()
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/synattnConfigVersion.cmake"
   COMPATIBILITY SameMinorVersion
-  ARCH_INDEPENDENT)
+  ${synattn_arch_independent})
 install(FILES
   "${PROJECT_BINARY_DIR}/synattnConfig.cmake"
   "${PROJECT_BINARY_DIR}/synattnConfigVersion.cmake"
@@ -68,6 +86,15 @@ if(SYNATTN_IS_TOP_LEVEL)
   set(CPACK_GENERATOR "DEB")
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "all")  # headers only
+  if(SYNATTN_WITH_COMPILED)  # the static library is machine code: the package is the build machine's
+    find_program(SYNATTN_DPKG dpkg)
+    if(SYNATTN_DPKG)
+      execute_process(COMMAND "${SYNATTN_DPKG}" --print-architecture OUTPUT_VARIABLE CPACK_DEBIAN_PACKAGE_ARCHITECTURE
+        OUTPUT_STRIP_TRAILING_WHITESPACE)
+    else()
+      unset(CPACK_DEBIAN_PACKAGE_ARCHITECTURE)  # CPack asks dpkg itself, or fails saying so
+    endif()
+  endif()
   set(CPACK_DEBIAN_PACKAGE_SECTION "libdevel")
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libeigen3-dev (>= 3.4)")
   set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config")

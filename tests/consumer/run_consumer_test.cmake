@@ -18,7 +18,7 @@ set(prefix "${WORK_DIR}/prefix")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/synattn-build" -G "${GENERATOR}"
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${prefix}
     -DSYNATTN_BUILD_TESTS=OFF -DSYNATTN_BUILD_EXAMPLES=OFF -DSYNATTN_BUILD_BENCH=OFF
-    -DSYNATTN_INSTALL=ON -DSYNATTN_CHECKPOINT=${CHECKPOINT} -DSYNATTN_USE_OPENMP=${WANT_OPENMP})
+    -DSYNATTN_INSTALL=ON -DSYNATTN_CHECKPOINT=${CHECKPOINT} -DSYNATTN_OPENMP=${WANT_OPENMP})
 run("${CMAKE_COMMAND}" --install "${WORK_DIR}/synattn-build")
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consumer-build"
     -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
@@ -76,4 +76,17 @@ if(WANT_MPI)
     message(FATAL_ERROR "synattn::mpi was installed but find_package(synattn) did not provide it")
   endif()
   run("${WORK_DIR}/consumer-build/consumer_mpi")
+endif()
+
+# synattn::compiled: COMPILED_BUILD_DIR is a configured and built synattn
+# with SYNATTN_BUILD_COMPILED=ON (the one running this test): installed as it
+# is, then a consumer that asks for the component links the library and runs.
+if(COMPILED_BUILD_DIR)
+  set(compiled_prefix "${WORK_DIR}/prefix-compiled")
+  run("${CMAKE_COMMAND}" --install "${COMPILED_BUILD_DIR}" --prefix "${compiled_prefix}")
+  run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/consumer-compiled-build"
+      -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+      -DCMAKE_PREFIX_PATH=${compiled_prefix} -DCONSUMER_COMPILED=ON)
+  run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-compiled-build" --target consumer_compiled)
+  run("${WORK_DIR}/consumer-compiled-build/consumer_compiled")
 endif()
