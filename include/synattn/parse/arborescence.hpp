@@ -346,37 +346,36 @@ struct ArborescenceAccess {
       }
       member_begin[id - nodes + 1] = members;
       parent[id] = -1;
+      // The cycle member with the largest value(v), the first of equals, and
+      // that value: the arc the merged node keeps, into it and out of it.
+      const auto best_member = [&](auto value, double& best_value) {
+        int best_v = cycle[0];
+        best_value = value(best_v);
+        for (int k = 1; k < len; ++k) {
+          const int v = cycle[k];
+          const double x = value(v);
+          if (x > best_value) {
+            best_value = x;
+            best_v = v;
+          }
+        }
+        return best_v;
+      };
       for (int i = 0; i < m; ++i) {
         const int u = active[i];
         if (on_cycle[u]) continue;
         // u -> cycle: entering at v breaks v's cycle arc, so it is worth
         // w(u -> v) - w(cycle arc into v); the best entry point wins. Root
         // arcs stay root arcs (u == 0), and -inf stays -inf.
-        int in_v = cycle[0];
-        double in_w = w[at(N, in_v, u)] - cycle_w[in_v];
-        for (int k = 1; k < len; ++k) {
-          const int v = cycle[k];
-          const double x = w[at(N, v, u)] - cycle_w[v];
-          if (x > in_w) {
-            in_w = x;
-            in_v = v;
-          }
-        }
+        double in_w = 0;
+        const int in_v = best_member([&](int v) { return w[at(N, v, u)] - cycle_w[v]; }, in_w);
         const std::size_t to = at(N, r, u);
         arcs[to] = arcs[at(N, in_v, u)];
         w[to] = in_w;
         if (u == 0) continue;  // the root has no incoming arcs
         // cycle -> u: the best arc from any member.
-        int out_v = cycle[0];
-        double out_w = w[at(N, u, out_v)];
-        for (int k = 1; k < len; ++k) {
-          const int v = cycle[k];
-          const double x = w[at(N, u, v)];
-          if (x > out_w) {
-            out_w = x;
-            out_v = v;
-          }
-        }
+        double out_w = 0;
+        const int out_v = best_member([&](int v) { return w[at(N, u, v)]; }, out_w);
         const std::size_t dst = at(N, u, r);
         arcs[dst] = arcs[at(N, u, out_v)];
         w[dst] = out_w;
