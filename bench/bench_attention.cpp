@@ -385,7 +385,7 @@ class GemmFloor {
       const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
       const auto K = qkv_.block(b * n, hdk + a * dk, n, dk);
       const auto V = qkv_.block(b * n, 2 * hdk + a * dk, n, dk);
-      product<Scalar>(S, Q, K, Transpose::rhs, Accumulate::no, inv_sqrt_dk_);
+      product<Scalar>(S, Q, K, Transpose::rhs, Accumulate::overwrite, inv_sqrt_dk_);
       product<Scalar>(ctx_.block(b * n + r0, a * dk, m, dk), S, V);
     });
     // out (B*n, d) = ctx Wo^T
@@ -409,7 +409,7 @@ class GemmFloor {
       product<Scalar>(dctx_.middleRows(r0, m), dout_.middleRows(r0, m), wo_);
     });
     parallel_chunks(d, double(dout_.rows()) * double(d), [&](Index r0, Index m) {
-      product<Scalar>(dwo_.middleRows(r0, m), dout_.middleCols(r0, m), ctx_, Transpose::lhs, Accumulate::yes);
+      product<Scalar>(dwo_.middleRows(r0, m), dout_.middleCols(r0, m), ctx_, Transpose::lhs, Accumulate::add);
     });
     // per (b, a): dP = dC V^T, dV = P^T dC, dQ = dS K / sqrt(dk), dK = dS^T Q / sqrt(dk)
     const double work = block_work() * double(4 * dk);
@@ -428,15 +428,16 @@ class GemmFloor {
         const auto Q = qkv_.block(b * n + r0, a * dk, m, dk);
         const auto dC = dctx_.block(b * n + r0, a * dk, m, dk);
         product<Scalar>(dS, dC, V, Transpose::rhs);
-        const Accumulate add = r0 == 0 ? Accumulate::no : Accumulate::yes;
+        const Accumulate add = r0 == 0 ? Accumulate::overwrite : Accumulate::add;
         product<Scalar>(dV, P, dC, Transpose::lhs, add);
         product<Scalar>(dK, dS, Q, Transpose::lhs, add, inv_sqrt_dk_);
-        product<Scalar>(dqkv_.block(b * n + r0, a * dk, m, dk), dS, K, Transpose::none, Accumulate::no, inv_sqrt_dk_);
+        product<Scalar>(dqkv_.block(b * n + r0, a * dk, m, dk), dS, K, Transpose::none, Accumulate::overwrite,
+                        inv_sqrt_dk_);
       }
     });
     // dW (3d, d) += dqkv^T x; dx (B*n, d) = dqkv [Wq; Wk; Wv]
     parallel_chunks(dw_.rows(), double(x_.rows()) * double(d), [&](Index r0, Index m) {
-      product<Scalar>(dw_.middleRows(r0, m), dqkv_.middleCols(r0, m), x_, Transpose::lhs, Accumulate::yes);
+      product<Scalar>(dw_.middleRows(r0, m), dqkv_.middleCols(r0, m), x_, Transpose::lhs, Accumulate::add);
     });
     parallel_chunks(dqkv_.rows(), double(w_.size()), [&](Index r0, Index m) {
       product<Scalar>(dx_.middleRows(r0, m), dqkv_.middleRows(r0, m), w_);

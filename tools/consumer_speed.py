@@ -181,7 +181,7 @@ def main():
                     r = run_consumer(exes[impl], case, p, t, args)
                     runs[impl].setdefault(key, []).append(r["ms"])
                     info[impl] = r["build_info"]
-                    info[impl + "_notice"] = "This synattn build is not compiled to use" in r["stderr"]
+                    info[impl + "_notice"] = "synattn: this build is compiled for" in r["stderr"]
                     log("[%s] %s/%s/omp:%d %.3f ms (util %.2f)" % (impl, p, shape, t, r["ms"], r["cpu_util"]))
                 b, ctx = run_bench(exes["bench"], "%s/%s/omp:%d" % (p, shape, t), args)
                 runs["bench"].setdefault(key, []).append(b["layer_ms"])

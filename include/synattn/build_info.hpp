@@ -9,25 +9,27 @@
 
 #include "config.hpp"
 #include "error.hpp"
-#include "kernels/attention_rows.hpp"
-#include "kernels/linear_small.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/product.hpp"
+#include "kernels/registry.hpp"
 #include "util/cpu_features.hpp"
 #include "util/parallel.hpp"
 
 namespace synattn {
 
 // e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX SSE, ...; compiled for: SSE4.1
-// SSE4.2 AVX AVX2 FMA; kernels: avx2 rows (dispatched at run time), products:
-// dispatched GEMM (avx2); OpenMP: on, 2 threads; BLAS: no".
+// SSE4.2 AVX AVX2 FMA; kernels: avx2 set (rows avx2, GEMM avx2, small linear
+// none), avx512 on request only; products: GEMM (avx2) from 16 x 16 x 16,
+// else Eigen; OpenMP: on, 2 threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls
 // it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
 // EIGEN_USE_BLAS) chose every item, exactly as they chose the code that the
-// same translation unit runs, except the row kernels' ISA and the products'
-// path: those are chosen at run time (kernels/dispatch.hpp,
-// kernels/product.hpp), and these are the ones active now. The thread count is omp_get_max_threads() now
-// (OMP_NUM_THREADS, omp_set_num_threads), since results do not depend on it.
+// same translation unit runs. The kernels are the registry's set now
+// (kernels/registry.hpp), the products' rule is kernels::gemm_rule at this
+// translation unit's flags (kernels/product.hpp). The thread count is
+// omp_get_max_threads() now (OMP_NUM_THREADS, omp_set_num_threads), since
+// results do not depend on it.
 inline std::string build_info() {
   std::string line = "synattn " SYNATTN_VERSION_STRING;
   line += "; Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
@@ -39,24 +41,26 @@ inline std::string build_info() {
   const std::string isa = feature_names(build_cpu_features());
   line += "; compiled for: " + (isa.empty() ? std::string("baseline ISA") : isa);
   line += "; kernels: ";
-  line += to_string(kernels::active_isa());
-#if defined(SYNATTN_PORTABLE_KERNELS)
-  line += " rows, ";
-#else
-  line += " rows (dispatched at run time), ";
-#endif
-  // Mirrors kernels::uses_small_linear: the small-rows projection kernel
-  // exists for AVX-512 only; elsewhere every projection is kernels::product.
-#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
-  line += "avx512 small linear, ";
-#endif
-  line += "products: ";
   try {
-    line += kernels::uses_dispatched_gemm()
-                ? std::string("dispatched GEMM (") + to_string(kernels::gemm_isa()) + ")"
-                : std::string("Eigen");
+    const KernelIsa active = kernels::active_isa();
+    const kernels::KernelSet set = kernels::kernel_set_for(active);
+    line += std::string(to_string(active)) + " set (rows " + to_string(set.rows) + ", GEMM " + to_string(set.gemm) +
+            ", small linear " + (set.linear_small == KernelIsa::portable ? "none" : to_string(set.linear_small)) +
+            ")";
+    // AVX-512 runs only when asked for (never on AVX-512 hardware here);
+    // say so wherever the build carries it.
+    if (active == KernelIsa::avx512)
+      line += ", requested (AVX-512 is never chosen by default)";
+    else if (kernels::detail::compiled(KernelIsa::avx512))
+      line += ", avx512 on request only";
+    line += "; products: ";
+    const kernels::GemmRule rule = kernels::gemm_rule(build_cpu_features());
+    if (set.gemm == KernelIsa::portable || rule.min_side == kernels::kGemmNever.min_side)
+      line += "Eigen";
+    else
+      line += std::string("GEMM (") + to_string(set.gemm) + ") where " + kernels::gemm_rule_text(rule) + ", else Eigen";
   } catch (const Error&) {
-    line += "unknown (SYNATTN_GEMM holds an invalid value)";  // the first product will say so
+    line += "unknown (SYNATTN_KERNEL_ISA holds a value this build or CPU cannot run)";  // the first kernel says so
   }
 #if defined(_OPENMP)
   line += "; OpenMP: on, " + std::to_string(max_threads()) + (max_threads() == 1 ? " thread" : " threads");

@@ -1,15 +1,18 @@
-// Run-time choice of the row kernels' instruction set (kernels/dispatch.hpp):
-// names, what this build and CPU support, set_isa (and its errors), the
-// SYNATTN_KERNEL_ISA variable, and that the layer's entry points run the
-// chosen ISA. Built twice: natively and as test_dispatch_default_flags
-// (-march=x86-64, no AVX in the compiler flags), which must still run the
-// vector kernels on a CPU that has them: the point of dispatching.
+// The kernel registry (kernels/registry.hpp): ISA names, what this build and
+// CPU support, the kernel set each ISA names and the default choice (never
+// AVX-512), set_isa (and its errors), the SYNATTN_KERNEL_ISA variable, and
+// that the layer's entry points run the chosen ISA. Built twice: natively and
+// as test_dispatch_default_flags (-march=x86-64, no AVX in the compiler
+// flags), which must still run the vector kernels on a CPU that has them:
+// the point of dispatching; and as test_dispatch_portable.
 #include <catch2/catch.hpp>
 
 #include <synattn/build_info.hpp>
 #include <synattn/kernels/attention_rows.hpp>
 #include <synattn/kernels/gemm.hpp>
 #include <synattn/kernels/isa.hpp>
+#include <synattn/kernels/linear_small.hpp>
+#include <synattn/kernels/registry.hpp>
 #include <synattn/util/cpu_features.hpp>
 
 #include <algorithm>
@@ -109,18 +112,40 @@ TEST_CASE("supported_isas lists portable, then what this build and CPU run", "[k
 #endif
 }
 
-TEST_CASE("without SYNATTN_KERNEL_ISA the widest supported ISA is chosen", "[kernels][dispatch]") {
+TEST_CASE("without SYNATTN_KERNEL_ISA the widest supported ISA but AVX-512 is chosen", "[kernels][dispatch]") {
   const char* env = std::getenv("SYNATTN_KERNEL_ISA");
   if (env != nullptr && *env != '\0') {
     WARN("SYNATTN_KERNEL_ISA is set (" << env << "): skipped");
     return;
   }
-  CHECK(k::detail::initial_isa() == k::supported_isas().back());
+  std::vector<KernelIsa> by_default = k::supported_isas();
+  by_default.erase(std::remove(by_default.begin(), by_default.end(), KernelIsa::avx512), by_default.end());
+  CHECK(k::detail::initial_isa() == by_default.back());
+  CHECK(k::detail::initial_isa() != KernelIsa::avx512);  // opt-in only, on every CPU
+  CHECK_FALSE(k::detail::chosen_by_default(KernelIsa::avx512));
 #if !defined(SYNATTN_PORTABLE_KERNELS) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   // Also in the default-flags build, where the compiler targets no AVX.
-  if (cpu_has_avx2()) CHECK(k::detail::initial_isa() != KernelIsa::portable);
-  if (cpu_has_avx512()) CHECK(k::detail::initial_isa() == KernelIsa::avx512);
+  CHECK((k::detail::initial_isa() == KernelIsa::avx2) == cpu_has_avx2());
 #endif
+}
+
+TEST_CASE("each ISA names one kernel set: its own version where a family has one, else portable",
+          "[kernels][dispatch]") {
+  CHECK(k::kernel_set_for(KernelIsa::portable) ==
+        k::KernelSet{KernelIsa::portable, KernelIsa::portable, KernelIsa::portable});
+  CHECK(k::kernel_set_for(KernelIsa::avx2) == k::KernelSet{KernelIsa::avx2, KernelIsa::avx2, KernelIsa::portable});
+  CHECK(k::kernel_set_for(KernelIsa::avx512) ==
+        k::KernelSet{KernelIsa::avx512, KernelIsa::avx512, KernelIsa::avx512});
+  CHECK(k::kernel_set_for(KernelIsa::neon) == k::KernelSet{KernelIsa::neon, KernelIsa::portable, KernelIsa::portable});
+  CHECK(k::kernel_set_for(KernelIsa::avx2) != k::kernel_set_for(KernelIsa::portable));
+  KeepIsa keep;
+  for (KernelIsa isa : k::supported_isas()) {
+    INFO("isa " << synattn::to_string(isa));
+    k::set_isa(isa);
+    CHECK(k::kernel_set() == k::kernel_set_for(isa));
+    // The few-rows projection kernel runs with the avx512 set only.
+    CHECK(k::uses_small_linear<float>(16) == (isa == KernelIsa::avx512));
+  }
 }
 
 TEST_CASE("set_isa switches the layer's entry points to that ISA's kernels", "[kernels][dispatch]") {
@@ -134,7 +159,8 @@ TEST_CASE("set_isa switches the layer's entry points to that ISA's kernels", "[k
     const auto dispatched = in.run([](auto... a) { k::softmax_numerators<float>(a...); });
     CHECK(direct == dispatched);  // bit for bit: the very same function ran
     CHECK_THAT(synattn::build_info(),
-               Catch::Contains(std::string("kernels: ") + synattn::to_string(isa) + " rows"));
+               Catch::Contains(std::string("kernels: ") + synattn::to_string(isa) + " set (rows " +
+                               synattn::to_string(isa)));
   }
 }
 
@@ -158,7 +184,7 @@ TEST_CASE("SYNATTN_KERNEL_ISA picks the ISA at first use and a bad value is a cl
   ::setenv("SYNATTN_KERNEL_ISA", "portable", 1);
   CHECK(k::detail::initial_isa() == KernelIsa::portable);
   ::setenv("SYNATTN_KERNEL_ISA", "", 1);  // empty: as if unset
-  CHECK(k::detail::initial_isa() == k::supported_isas().back());
+  CHECK(k::detail::initial_isa() == k::detail::default_isa());
   ::setenv("SYNATTN_KERNEL_ISA", "AVX2", 1);
   CHECK_THROWS_WITH(k::detail::initial_isa(),
                     Catch::Contains("SYNATTN_KERNEL_ISA is 'AVX2'") && Catch::Contains("portable, avx2, avx512 or neon"));
@@ -200,8 +226,8 @@ TEST_CASE("set_isa from one thread while others run kernels: each call runs one 
   CHECK(bad.load() == 0);
 }
 
-TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features, and the row kernels and the GEMM "
-          "agree on every ISA both carry",
+TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features, and every family carries "
+          "its versions",
           "[dispatch][isa]") {
   using synattn::CpuFeature;
   CHECK(k::required_features(KernelIsa::portable) == CpuFeature::none);
@@ -228,14 +254,25 @@ TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features,
 #else
   CHECK_FALSE(k::cpu_runs(KernelIsa::neon));
 #endif
-  // The GEMM carries portable, AVX2 and AVX-512 versions on x86-64 GCC/Clang
-  // whatever the flags; where the row kernels carry one too, both say the same.
-#if !defined(SYNATTN_PORTABLE_KERNELS)
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512}) {
+  // Every family carries its x86 versions on x86-64 GCC/Clang whatever the
+  // flags (target pragmas), and none with SYNATTN_PORTABLE_KERNELS.
+#if !defined(SYNATTN_PORTABLE_KERNELS) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
     INFO(synattn::to_string(isa));
-    CHECK(k::gemm_isa_supported(isa) == k::isa_supported(isa));
+    CHECK(k::detail::carries_rows(isa));
+    CHECK(k::detail::carries_gemm(isa));
+    CHECK(k::isa_supported(isa) == k::cpu_runs(isa));
+  }
+  CHECK(k::detail::carries_linear_small(KernelIsa::avx512));
+  CHECK_FALSE(k::detail::carries_linear_small(KernelIsa::avx2));
+#elif defined(SYNATTN_PORTABLE_KERNELS)
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
+    CHECK_FALSE(k::detail::carries_rows(isa));
+    CHECK_FALSE(k::detail::carries_gemm(isa));
+    CHECK_FALSE(k::detail::carries_linear_small(isa));
   }
 #endif
-  CHECK_FALSE(k::gemm_isa_supported(KernelIsa::neon));
-  CHECK(k::gemm_isa_supported(k::gemm_best_isa()));
+  CHECK_FALSE(k::detail::carries_gemm(KernelIsa::neon));
+  CHECK(k::detail::compiled(KernelIsa::portable));
+  CHECK_FALSE(k::detail::compiled(static_cast<KernelIsa>(7)));
 }

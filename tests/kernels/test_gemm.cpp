@@ -1,6 +1,7 @@
 // Tests of kernels/gemm.hpp (the run-time-dispatched blocked GEMM) and
-// kernels/product.hpp (the wrapper the layer calls): every instruction set
-// this CPU runs, forced in turn, against a naive triple loop in long double.
+// kernels/product.hpp (the wrapper the layer calls, with its measured rule):
+// every kernel set this CPU runs, forced in turn through the registry,
+// against a naive triple loop in long double.
 #include <synattn/kernels/gemm.hpp>
 #include <synattn/kernels/product.hpp>
 
@@ -21,19 +22,24 @@ namespace {
 
 using synattn::Index;
 using synattn::kernels::KernelIsa;
-using synattn::kernels::Op;
+using synattn::kernels::Transpose;
+using synattn::kernels::transposes_lhs;
+using synattn::kernels::transposes_rhs;
 
+// The kernel sets this build and CPU run whose GEMMs differ (NEON's set runs
+// the portable GEMM, which the portable set already covers).
 std::vector<KernelIsa> available_isas() {
   std::vector<KernelIsa> out;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512})
-    if (synattn::kernels::gemm_isa_supported(isa)) out.push_back(isa);
+  for (KernelIsa isa : synattn::kernels::supported_isas())
+    if (isa != KernelIsa::neon) out.push_back(isa);
   return out;
 }
 
-// Restores the automatic choice when a test leaves.
+// Selects `isa`'s kernel set; restores the one before when a test leaves.
 struct IsaGuard {
-  explicit IsaGuard(KernelIsa isa) { synattn::kernels::set_gemm_isa(isa); }
-  ~IsaGuard() { synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa()); }
+  KernelIsa saved = synattn::kernels::active_isa();
+  explicit IsaGuard(KernelIsa isa) { synattn::kernels::set_isa(isa); }
+  ~IsaGuard() { synattn::kernels::set_isa(saved); }
 };
 
 // One operand stored row-major in a buffer with a leading dimension larger
@@ -54,14 +60,14 @@ struct Strided {
 };
 
 struct Case {
-  Op op_a, op_b;
+  Transpose t;
   Index m, n, k;
   double alpha, beta;
 };
 
 std::string describe(const Case& c, KernelIsa isa) {
-  return std::string(synattn::to_string(isa)) + " op_a=" + (c.op_a == Op::transpose ? "T" : "N") +
-         " op_b=" + (c.op_b == Op::transpose ? "T" : "N") + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+  return std::string(synattn::to_string(isa)) + " op_a=" + (transposes_lhs(c.t) ? "T" : "N") +
+         " op_b=" + (transposes_rhs(c.t) ? "T" : "N") + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
          " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta);
 }
 
@@ -71,7 +77,7 @@ std::string describe(const Case& c, KernelIsa isa) {
 // change to C's padding.
 template <class Scalar>
 int mismatches(const Case& c, std::mt19937& rng) {
-  const bool ta = c.op_a == Op::transpose, tb = c.op_b == Op::transpose;
+  const bool ta = transposes_lhs(c.t), tb = transposes_rhs(c.t);
   const Strided<Scalar> A(ta ? c.k : c.m, ta ? c.m : c.k, 3, rng);
   const Strided<Scalar> B(tb ? c.n : c.k, tb ? c.k : c.n, 5, rng);
   Strided<Scalar> C(c.m, c.n, 2, rng);
@@ -82,7 +88,7 @@ int mismatches(const Case& c, std::mt19937& rng) {
   for (Index i = 0; i < c.m; ++i)
     for (Index j = c.n; j < C.ld; ++j) C.at(i, j) = sentinel;
   const Strided<Scalar> C0 = C;
-  synattn::kernels::gemm<Scalar>(c.op_a, c.op_b, c.m, c.n, c.k, Scalar(c.alpha), A.data.data(), A.ld, B.data.data(),
+  synattn::kernels::gemm<Scalar>(c.t, c.m, c.n, c.k, Scalar(c.alpha), A.data.data(), A.ld, B.data.data(),
                                  B.ld, Scalar(c.beta), C.data.data(), C.ld);
   const long double eps = std::numeric_limits<Scalar>::epsilon();
   int bad = 0;
@@ -126,36 +132,33 @@ const Index kEdgeSizes[] = {1, 3, 5, 6, 7, 9, 13, 15, 16, 17, 31, 33};
 
 std::vector<Case> small_cases() {
   std::vector<Case> out;
-  for (Op oa : {Op::none, Op::transpose})
-    for (Op ob : {Op::none, Op::transpose})
-      for (Index m : kEdgeSizes)
-        for (Index n : kEdgeSizes)
-          for (Index k : {Index(1), Index(7), Index(33)}) out.push_back({oa, ob, m, n, k, 1.0, 0.0});
+  for (Transpose t : synattn::kernels::kAllTransposes)
+    for (Index m : kEdgeSizes)
+      for (Index n : kEdgeSizes)
+        for (Index k : {Index(1), Index(7), Index(33)}) out.push_back({t, m, n, k, 1.0, 0.0});
   return out;
 }
 
 // Depths around KC (256 in every version) and rows/columns around MC and NC.
 std::vector<Case> blocking_cases() {
   std::vector<Case> out;
-  for (Op oa : {Op::none, Op::transpose})
-    for (Op ob : {Op::none, Op::transpose}) {
-      for (Index k : {255, 256, 257, 513}) out.push_back({oa, ob, 13, 35, k, 1.0, 0.0});
-      for (Index m : {69, 71, 73, 139, 141, 143, 145}) out.push_back({oa, ob, m, 19, 21, 1.0, 0.0});
-      for (Index n : {1023, 1025, 2047, 2049}) out.push_back({oa, ob, 7, n, 5, 1.0, 0.0});
-      out.push_back({oa, ob, 300, 200, 280, 1.0, 0.0});
-    }
+  for (Transpose t : synattn::kernels::kAllTransposes) {
+    for (Index k : {255, 256, 257, 513}) out.push_back({t, 13, 35, k, 1.0, 0.0});
+    for (Index m : {69, 71, 73, 139, 141, 143, 145}) out.push_back({t, m, 19, 21, 1.0, 0.0});
+    for (Index n : {1023, 1025, 2047, 2049}) out.push_back({t, 7, n, 5, 1.0, 0.0});
+    out.push_back({t, 300, 200, 280, 1.0, 0.0});
+  }
   return out;
 }
 
 std::vector<Case> scaling_cases() {
   std::vector<Case> out;
-  for (Op oa : {Op::none, Op::transpose})
-    for (Op ob : {Op::none, Op::transpose})
-      for (double alpha : {1.0, -0.5, 0.0})
-        for (double beta : {0.0, 1.0, 0.25}) {
-          out.push_back({oa, ob, 17, 33, 9, alpha, beta});
-          out.push_back({oa, ob, 150, 40, 300, alpha, beta});  // two depth blocks: beta on the first only
-        }
+  for (Transpose t : synattn::kernels::kAllTransposes)
+    for (double alpha : {1.0, -0.5, 0.0})
+      for (double beta : {0.0, 1.0, 0.25}) {
+        out.push_back({t, 17, 33, 9, alpha, beta});
+        out.push_back({t, 150, 40, 300, alpha, beta});  // two depth blocks: beta on the first only
+      }
   return out;
 }
 
@@ -182,12 +185,12 @@ TEMPLATE_TEST_CASE("gemm with k = 0 leaves beta C, and empty C is a no-op", "[ke
     IsaGuard guard(isa);
     std::vector<S> C = {1, 2, 3, 4, 5, 6};
     const S dummy = 0;
-    synattn::kernels::gemm<S>(Op::none, Op::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(2), C.data(), 3);
+    synattn::kernels::gemm<S>(Transpose::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(2), C.data(), 3);
     CHECK(C == std::vector<S>{2, 4, 6, 8, 10, 12});
     std::fill(C.begin(), C.end(), std::numeric_limits<S>::quiet_NaN());
-    synattn::kernels::gemm<S>(Op::none, Op::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(0), C.data(), 3);
+    synattn::kernels::gemm<S>(Transpose::none, 2, 3, 0, S(1), &dummy, 1, &dummy, 3, S(0), C.data(), 3);
     CHECK(C == std::vector<S>(6, S(0)));
-    synattn::kernels::gemm<S>(Op::none, Op::none, 0, 3, 4, S(1), &dummy, 4, &dummy, 3, S(0), C.data(), 3);
+    synattn::kernels::gemm<S>(Transpose::none, 0, 3, 4, S(1), &dummy, 4, &dummy, 3, S(0), C.data(), 3);
     CHECK(C == std::vector<S>(6, S(0)));
   }
 }
@@ -202,7 +205,7 @@ TEMPLATE_TEST_CASE("gemm propagates NaN and infinity from A and B", "[kernels][g
     std::vector<S> A(m * k, S(0.5)), B(k * n, S(0.25)), C(m * n, S(0));
     A[static_cast<std::size_t>(4 * k + 290)] = nan;  // A(4, 290): row 4 of C is NaN
     B[static_cast<std::size_t>(270 * n + 17)] = inf;  // B(270, 17): column 17 is +inf (NaN on row 4)
-    synattn::kernels::gemm<S>(Op::none, Op::none, m, n, k, S(1), A.data(), k, B.data(), n, S(0), C.data(), n);
+    synattn::kernels::gemm<S>(Transpose::none, m, n, k, S(1), A.data(), k, B.data(), n, S(0), C.data(), n);
     for (Index i = 0; i < m; ++i)
       for (Index j = 0; j < n; ++j) {
         const S c = C[static_cast<std::size_t>(i * n + j)];
@@ -229,7 +232,7 @@ TEMPLATE_TEST_CASE("gemm gives the same bits for C computed whole, in row or col
     IsaGuard guard(isa);
     INFO(synattn::to_string(isa));
     const auto run = [&](Index r0, Index rows, Index c0, Index cols, std::vector<S>& C) {
-      synattn::kernels::gemm<S>(Op::none, Op::transpose, rows, cols, k, S(0.75), A.data() + r0 * k, k,
+      synattn::kernels::gemm<S>(Transpose::rhs, rows, cols, k, S(0.75), A.data() + r0 * k, k,
                                 B.data() + c0 * k, k, S(0), C.data() + r0 * n + c0, n);
     };
     std::vector<S> whole(m * n), rows(m * n), cols(m * n), twice(m * n);
@@ -272,29 +275,28 @@ TEMPLATE_TEST_CASE("gemm's one-block path, plain or swapped, gives the blocked p
     for (auto& x : B) x = S(u(rng));
     for (KernelIsa isa : available_isas()) {
       IsaGuard guard(isa);
-      for (Op oa : {Op::none, Op::transpose})
-        for (Op ob : {Op::none, Op::transpose}) {
-          INFO(describe({oa, ob, m, n, k, 0.75, 1.0}, isa));
-          const bool ta = oa == Op::transpose, tb = ob == Op::transpose;
-          const Index lda = ta ? m : k, ldb = tb ? k : n;
-          // op(A) rows [r0, r0 + rows): A's rows, or A^T's columns.
-          const auto run = [&](Index r0, Index rows, std::vector<S>& C) {
-            synattn::kernels::gemm<S>(oa, ob, rows, n, k, S(0.75), A.data() + (ta ? r0 : r0 * lda), lda, B.data(),
-                                      ldb, S(1), C.data() + r0 * n, n);
-          };
-          std::vector<S> C0(m * n);
-          for (auto& x : C0) x = S(u(rng));
-          std::vector<S> whole = C0;
-          run(0, m, whole);
-          for (const Index height : {Index(40), Index(16), Index(5)}) {
-            INFO("row blocks of " << height);
-            std::vector<S> blocks = C0;
-            for (Index r0 = 0; r0 < m; r0 += height) run(r0, std::min<Index>(height, m - r0), blocks);
-            int differing = 0;
-            for (std::size_t i = 0; i < whole.size(); ++i) differing += whole[i] != blocks[i];
-            CHECK(differing == 0);
-          }
+      for (Transpose t : synattn::kernels::kAllTransposes) {
+        INFO(describe({t, m, n, k, 0.75, 1.0}, isa));
+        const bool ta = transposes_lhs(t), tb = transposes_rhs(t);
+        const Index lda = ta ? m : k, ldb = tb ? k : n;
+        // op(A) rows [r0, r0 + rows): A's rows, or A^T's columns.
+        const auto run = [&](Index r0, Index rows, std::vector<S>& C) {
+          synattn::kernels::gemm<S>(t, rows, n, k, S(0.75), A.data() + (ta ? r0 : r0 * lda), lda, B.data(),
+                                    ldb, S(1), C.data() + r0 * n, n);
+        };
+        std::vector<S> C0(m * n);
+        for (auto& x : C0) x = S(u(rng));
+        std::vector<S> whole = C0;
+        run(0, m, whole);
+        for (const Index height : {Index(40), Index(16), Index(5)}) {
+          INFO("row blocks of " << height);
+          std::vector<S> blocks = C0;
+          for (Index r0 = 0; r0 < m; r0 += height) run(r0, std::min<Index>(height, m - r0), blocks);
+          int differing = 0;
+          for (std::size_t i = 0; i < whole.size(); ++i) differing += whole[i] != blocks[i];
+          CHECK(differing == 0);
         }
+      }
     }
   }
 }
@@ -302,134 +304,128 @@ TEMPLATE_TEST_CASE("gemm's one-block path, plain or swapped, gives the blocked p
 TEST_CASE("gemm rejects negative sizes and short leading dimensions, naming the argument", "[kernels][gemm]") {
   using Catch::Matchers::Contains;
   std::vector<float> A(64), B(64), C(64);
-  const auto call = [&](Op oa, Index m, Index n, Index k, Index lda, Index ldb, Index ldc) {
-    synattn::kernels::gemm<float>(oa, Op::none, m, n, k, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), ldc);
+  const auto call = [&](Transpose t, Index m, Index n, Index k, Index lda, Index ldb, Index ldc) {
+    synattn::kernels::gemm<float>(t, m, n, k, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), ldc);
   };
-  CHECK_THROWS_WITH(call(Op::none, -1, 2, 2, 2, 2, 2), Contains("gemm: m = -1"));
-  CHECK_THROWS_WITH(call(Op::none, 2, 2, 3, 2, 2, 2), Contains("gemm: lda = 2, expected >= max(1, k)"));
-  CHECK_THROWS_WITH(call(Op::transpose, 4, 2, 3, 3, 2, 2), Contains("lda = 3, expected >= max(1, m)"));
-  CHECK_THROWS_WITH(call(Op::none, 2, 4, 2, 2, 3, 4), Contains("ldb = 3"));
-  CHECK_THROWS_WITH(call(Op::none, 2, 4, 2, 2, 4, 3), Contains("ldc = 3"));
-  CHECK_THROWS_AS(call(Op::none, 2, 4, 2, 2, 4, 3), synattn::Error);
-  CHECK_NOTHROW(call(Op::none, 2, 4, 2, 2, 4, 4));
-}
-
-TEST_CASE("set_gemm_isa accepts what the CPU runs and rejects the rest", "[kernels][gemm]") {
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::avx512}) {
-    if (synattn::kernels::gemm_isa_supported(isa)) {
-      synattn::kernels::set_gemm_isa(isa);
-      CHECK(synattn::kernels::gemm_isa() == isa);
-    } else {
-      CHECK_THROWS_WITH(synattn::kernels::set_gemm_isa(isa), Catch::Matchers::Contains("is not available"));
-    }
-  }
-  synattn::kernels::set_gemm_isa(synattn::kernels::gemm_best_isa());
-  CHECK(synattn::kernels::gemm_isa_supported(KernelIsa::portable));
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  CHECK(synattn::kernels::gemm_isa_supported(KernelIsa::avx2) ==
-        (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
-#endif
+  CHECK_THROWS_WITH(call(Transpose::none, -1, 2, 2, 2, 2, 2), Contains("gemm: m = -1"));
+  CHECK_THROWS_WITH(call(Transpose::none, 2, 2, 3, 2, 2, 2), Contains("gemm: lda = 2, expected >= max(1, k)"));
+  CHECK_THROWS_WITH(call(Transpose::lhs, 4, 2, 3, 3, 2, 2), Contains("lda = 3, expected >= max(1, m)"));
+  CHECK_THROWS_WITH(call(Transpose::none, 2, 4, 2, 2, 3, 4), Contains("ldb = 3"));
+  CHECK_THROWS_WITH(call(Transpose::none, 2, 4, 2, 2, 4, 3), Contains("ldc = 3"));
+  CHECK_THROWS_AS(call(Transpose::none, 2, 4, 2, 2, 4, 3), synattn::Error);
+  CHECK_NOTHROW(call(Transpose::none, 2, 4, 2, 2, 4, 4));
 }
 
 // ---- kernels::product ----
+
+namespace {
+
+// The kernel sets product() can run: portable (Eigen's product only) and,
+// where this CPU runs it, avx2 (the default set with a GEMM).
+std::vector<KernelIsa> product_sets() {
+  std::vector<KernelIsa> out = {KernelIsa::portable};
+  if (synattn::kernels::isa_supported(KernelIsa::avx2)) out.push_back(KernelIsa::avx2);
+  return out;
+}
+
+}  // namespace
 
 TEMPLATE_TEST_CASE("product gives Eigen's result on both paths, for every transpose, overwriting or adding",
                    "[kernels][product]", float, double) {
   using S = TestType;
   using M = synattn::RowMajorMatrix<S>;
   using synattn::kernels::Accumulate;
-  using synattn::kernels::GemmPath;
-  using synattn::kernels::Transpose;
-  const Index m = 37, n = 29, k = 45;
-  std::srand(3);
-  const M A = M::Random(m + 5, k + 4), At = M::Random(k + 3, m + 2);  // blocks of larger matrices
-  const M B = M::Random(k + 1, n + 6), Bt = M::Random(n + 2, k + 7);
-  const S alpha = S(0.375);
-  const S tol = S(4 * k) * std::numeric_limits<S>::epsilon();  // entries of at most k terms of |a b| <= 1
-  for (GemmPath path : {GemmPath::eigen, GemmPath::dispatch}) {
-    synattn::kernels::set_gemm_path(path);
-    CHECK(synattn::kernels::uses_dispatched_gemm() == (path == GemmPath::dispatch));
-    for (Transpose t : {Transpose::none, Transpose::lhs, Transpose::rhs, Transpose::both}) {
-      const bool ta = t == Transpose::lhs || t == Transpose::both, tb = t == Transpose::rhs || t == Transpose::both;
-      const M a = ta ? M(At.block(1, 2, k, m)) : M(A.block(2, 1, m, k));
-      const M b = tb ? M(Bt.block(1, 3, n, k)) : M(B.block(1, 2, k, n));
-      const M opa = ta ? M(a.transpose()) : a, opb = tb ? M(b.transpose()) : b;
-      const M expected = alpha * (opa.template cast<long double>() * opb.template cast<long double>())
-                                     .template cast<S>();
-      M big = M::Constant(m + 4, n + 4, S(2));
-      INFO("path " << int(path) << " transpose " << int(t));
-      synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
-                                   tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::no, alpha);
-      CHECK((big.block(1, 2, m, n) - expected).cwiseAbs().maxCoeff() <= tol);
-      synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
-                                   tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::yes, alpha);
-      CHECK((big.block(1, 2, m, n) - S(2) * expected).cwiseAbs().maxCoeff() <= 2 * tol);
-      // Outside the block C is untouched.
-      M outside = big;
-      outside.block(1, 2, m, n).setConstant(S(2));
-      CHECK((outside.array() == S(2)).all());
+  // Below and above every rule's thresholds (gemm_rule: 32 and 64 x 64 x 32
+  // at most, for builds that use the GEMM at all).
+  for (const Index m : {Index(5), Index(37), Index(70)}) {
+    const Index n = m == 70 ? 66 : 29, k = 45;
+    std::srand(3);
+    const M A = M::Random(m + 5, k + 4), At = M::Random(k + 3, m + 2);  // blocks of larger matrices
+    const M B = M::Random(k + 1, n + 6), Bt = M::Random(n + 2, k + 7);
+    const S alpha = S(0.375);
+    const S tol = S(4 * k) * std::numeric_limits<S>::epsilon();  // entries of at most k terms of |a b| <= 1
+    for (KernelIsa isa : product_sets()) {
+      IsaGuard guard(isa);
+      const synattn::kernels::GemmRule rule = synattn::kernels::gemm_rule(synattn::build_cpu_features());
+      const bool gemm = isa != KernelIsa::portable && m >= rule.min_side && n >= rule.min_side &&
+                        m * n * k >= rule.min_volume;
+      CHECK(synattn::kernels::uses_dispatched_gemm(m, n, k) == gemm);
+      for (Transpose t : synattn::kernels::kAllTransposes) {
+        const bool ta = transposes_lhs(t), tb = transposes_rhs(t);
+        const M a = ta ? M(At.block(1, 2, k, m)) : M(A.block(2, 1, m, k));
+        const M b = tb ? M(Bt.block(1, 3, n, k)) : M(B.block(1, 2, k, n));
+        const M opa = ta ? M(a.transpose()) : a, opb = tb ? M(b.transpose()) : b;
+        const M expected = alpha * (opa.template cast<long double>() * opb.template cast<long double>())
+                                       .template cast<S>();
+        M big = M::Constant(m + 4, n + 4, S(2));
+        INFO("set " << synattn::to_string(isa) << " m " << m << " GEMM " << gemm << " transpose " << int(t));
+        synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
+                                     tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::overwrite,
+                                     alpha);
+        CHECK((big.block(1, 2, m, n) - expected).cwiseAbs().maxCoeff() <= tol);
+        synattn::kernels::product<S>(big.block(1, 2, m, n), ta ? At.block(1, 2, k, m) : A.block(2, 1, m, k),
+                                     tb ? Bt.block(1, 3, n, k) : B.block(1, 2, k, n), t, Accumulate::add, alpha);
+        CHECK((big.block(1, 2, m, n) - S(2) * expected).cwiseAbs().maxCoeff() <= 2 * tol);
+        // Outside the block C is untouched.
+        M outside = big;
+        outside.block(1, 2, m, n).setConstant(S(2));
+        CHECK((outside.array() == S(2)).all());
+      }
     }
   }
-  synattn::kernels::set_gemm_path(GemmPath::automatic);
 }
 
-TEST_CASE("product's automatic path is the dispatched GEMM exactly when the CPU has AVX2 + FMA and the build does "
-          "not target AVX-512",
-          "[kernels][product]") {
-  using synattn::kernels::GemmPath;
-  synattn::kernels::set_gemm_path(GemmPath::automatic);
-  const bool cpu = synattn::kernels::gemm_best_isa() != KernelIsa::portable;
-#if defined(SYNATTN_PORTABLE_KERNELS)
-  CHECK_FALSE(synattn::kernels::uses_dispatched_gemm());
-  (void)cpu;
-#else
-  CHECK(synattn::kernels::uses_dispatched_gemm() == (!synattn::kernels::build_targets_avx512() && cpu));
-#endif
-#if defined(__AVX512F__)
-  CHECK(synattn::kernels::build_targets_avx512());
-#else
-  CHECK_FALSE(synattn::kernels::build_targets_avx512());
-#endif
-  synattn::kernels::set_gemm_path(GemmPath::eigen);
-  CHECK_FALSE(synattn::kernels::uses_dispatched_gemm());
-  synattn::kernels::set_gemm_path(GemmPath::dispatch);
-  CHECK(synattn::kernels::uses_dispatched_gemm());
-  synattn::kernels::set_gemm_path(GemmPath::automatic);
+TEST_CASE("gemm_rule holds the measured thresholds per Eigen ISA, and none for AVX-512 builds", "[kernels][product]") {
+  using synattn::CpuFeature;
+  using synattn::kernels::gemm_rule;
+  CHECK(gemm_rule(CpuFeature::none).min_side == 8);
+  CHECK(gemm_rule(CpuFeature::none).min_volume == 16 * 16 * 16);
+  CHECK(gemm_rule(CpuFeature::sse4_1 | CpuFeature::sse4_2 | CpuFeature::avx).min_side == 8);  // no FMA: as SSE2
+  CHECK(gemm_rule(CpuFeature::avx2).min_side == 8);                                          // AVX2 without FMA
+  const CpuFeature avx2 = CpuFeature::avx | CpuFeature::avx2 | CpuFeature::fma;
+  CHECK(gemm_rule(avx2).min_side == 32);
+  CHECK(gemm_rule(avx2).min_volume == 64 * 64 * 32);
+  CHECK(gemm_rule(avx2 | CpuFeature::avx512f).min_side == synattn::kernels::kGemmNever.min_side);
+  CHECK(gemm_rule(avx2 | CpuFeature::avx512f).min_volume == synattn::kernels::kGemmNever.min_volume);
+  CHECK(synattn::kernels::gemm_rule_text(gemm_rule(CpuFeature::none)) == "m, n >= 8 and m n k >= 4096");
+}
+
+TEST_CASE("product takes the GEMM exactly inside the rule, with a GEMM in the kernel set", "[kernels][product]") {
+  using synattn::kernels::uses_dispatched_gemm;
+  const synattn::kernels::GemmRule rule = synattn::kernels::gemm_rule(synattn::build_cpu_features());
+  {
+    IsaGuard guard(KernelIsa::portable);
+    CHECK_FALSE(uses_dispatched_gemm(512, 512, 512));  // portable: Eigen's product only
+  }
+  if (!synattn::kernels::isa_supported(KernelIsa::avx2) || rule.min_side == synattn::kernels::kGemmNever.min_side) {
+    CHECK_FALSE(uses_dispatched_gemm(512, 512, 512));
+    return;
+  }
+  IsaGuard guard(KernelIsa::avx2);
+  const Index s = rule.min_side, k = (rule.min_volume + s * s - 1) / (s * s);  // the smallest k inside
+  CHECK(uses_dispatched_gemm(s, s, k));
+  CHECK_FALSE(uses_dispatched_gemm(s, s, k - 1));
+  CHECK_FALSE(uses_dispatched_gemm(s - 1, 4 * s, 4 * k));
+  CHECK_FALSE(uses_dispatched_gemm(4 * s, s - 1, 4 * k));
+  CHECK_FALSE(uses_dispatched_gemm(4 * s, 4 * s, 0));
+  CHECK(uses_dispatched_gemm(512, 512, 512));
 }
 
 TEST_CASE("product with k = 0 zeroes or keeps C, and rejects shapes that do not agree", "[kernels][product]") {
   using M = synattn::RowMajorMatrix<double>;
   using synattn::kernels::Accumulate;
-  using synattn::kernels::GemmPath;
-  using synattn::kernels::Transpose;
-  for (GemmPath path : {GemmPath::eigen, GemmPath::dispatch}) {
-    synattn::kernels::set_gemm_path(path);
-    M C = M::Constant(3, 4, 1.5);
-    const M A(3, 0), B(0, 4);
-    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::yes);
+  for (KernelIsa isa : product_sets()) {
+    IsaGuard guard(isa);
+    M C = M::Constant(40, 40, 1.5);
+    const M A(40, 0), B(0, 40);
+    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::add);
     CHECK((C.array() == 1.5).all());
-    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::no);
+    synattn::kernels::product<double>(C, A, B, Transpose::none, Accumulate::overwrite);
     CHECK((C.array() == 0.0).all());
+    M C2 = M::Constant(3, 4, 1.5);
     const M A2 = M::Ones(3, 5), B2 = M::Ones(4, 4);
-    CHECK_THROWS_WITH(synattn::kernels::product<double>(C, A2, B2),
+    CHECK_THROWS_WITH(synattn::kernels::product<double>(C2, A2, B2),
                       Catch::Matchers::Contains("product: C (3, 4) = op(A) (3, 5) op(B) (4, 4)"));
-    CHECK_THROWS_AS(synattn::kernels::product<double>(C, A2, B2, Transpose::rhs), synattn::Error);
+    CHECK_THROWS_AS(synattn::kernels::product<double>(C2, A2, B2, Transpose::rhs), synattn::Error);
   }
-  synattn::kernels::set_gemm_path(GemmPath::automatic);
-}
-
-TEST_CASE("SYNATTN_GEMM selects the path; any other value is an error naming it", "[kernels][product]") {
-  using synattn::kernels::GemmPath;
-  const auto reread = [](const char* value) {
-    ::setenv("SYNATTN_GEMM", value, 1);
-    synattn::kernels::gemm_detail::gemm_path_state().store(-1);  // as before the first product
-    return synattn::kernels::gemm_path();
-  };
-  CHECK(reread("eigen") == GemmPath::eigen);
-  CHECK(reread("dispatch") == GemmPath::dispatch);
-  CHECK(reread("auto") == GemmPath::automatic);
-  CHECK_THROWS_WITH(reread("avx2"), Catch::Matchers::Contains("SYNATTN_GEMM = 'avx2', expected eigen, dispatch or auto"));
-  ::unsetenv("SYNATTN_GEMM");
-  synattn::kernels::set_gemm_path(GemmPath::automatic);
-  CHECK(synattn::kernels::gemm_path() == GemmPath::automatic);
 }

@@ -1,10 +1,12 @@
 // build_info(): one line whose items follow this translation unit's flags.
 // Built twice: natively, and as test_build_info_portable with
-// SYNATTN_PORTABLE_KERNELS, where the kernels must say "portable".
+// SYNATTN_PORTABLE_KERNELS, where the kernels must say "portable". The
+// kernels and products items come from the kernel registry.
 #include <catch2/catch.hpp>
 
 #include <synattn/build_info.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #if defined(_OPENMP)
@@ -19,30 +21,37 @@ TEST_CASE("build_info is one line naming version, Eigen, kernels, threads and BL
   const std::string eigen = "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
                             "." + std::to_string(EIGEN_MINOR_VERSION) + " SIMD: " + Eigen::SimdInstructionSetsInUse();
   CHECK(info.find(eigen) != std::string::npos);
-  CHECK(info.find(std::string("kernels: ") + synattn::to_string(synattn::kernels::active_isa()) + " rows") !=
-        std::string::npos);
+  namespace k = synattn::kernels;
+  const synattn::KernelIsa active = k::active_isa();
+  CHECK_THAT(info, Catch::Contains(std::string("kernels: ") + synattn::to_string(active) + " set (rows " +
+                                   synattn::to_string(k::kernel_set().rows) + ", GEMM " +
+                                   synattn::to_string(k::kernel_set().gemm) + ", small linear "));
 #if defined(__AVX2__) && defined(__FMA__)
   CHECK_THAT(info, Catch::Contains("; compiled for: ") && Catch::Contains(" AVX2 FMA"));
 #elif !defined(__SSE4_1__)
   CHECK_THAT(info, Catch::Contains("; compiled for: baseline ISA;"));
 #endif
 #if defined(SYNATTN_PORTABLE_KERNELS)
-  CHECK(info.find("kernels: portable rows, products: Eigen;") != std::string::npos);
+  CHECK_THAT(info, Catch::Contains("kernels: portable set (rows portable, GEMM portable, small linear none); "
+                                   "products: Eigen;"));
+  CHECK_THAT(info, !Catch::Contains("avx512"));  // nothing to ask for
 #else
-  CHECK(info.find(" rows (dispatched at run time), ") != std::string::npos);
+  // AVX-512 is carried, never chosen by default, and the line says so.
+  if (active != synattn::KernelIsa::avx512) CHECK_THAT(info, Catch::Contains(", avx512 on request only;"));
 #endif
-  // The products' path as product() will take it.
-  const std::string products =
-      synattn::kernels::uses_dispatched_gemm()
-          ? std::string("products: dispatched GEMM (") +
-                synattn::to_string(synattn::kernels::gemm_isa()) + ");"
-          : std::string("products: Eigen;");
-  CHECK(info.find(products) != std::string::npos);
-  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::eigen);
-  CHECK_THAT(synattn::build_info(), Catch::Contains("products: Eigen;"));
-  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::dispatch);
-  CHECK_THAT(synattn::build_info(), Catch::Contains("products: dispatched GEMM ("));
-  synattn::kernels::set_gemm_path(synattn::kernels::GemmPath::automatic);
+  // The products' rule as product() applies it at this file's flags.
+  const k::GemmRule rule = k::gemm_rule(synattn::build_cpu_features());
+  if (k::kernel_set().gemm == synattn::KernelIsa::portable || rule.min_side == k::kGemmNever.min_side)
+    CHECK_THAT(info, Catch::Contains("; products: Eigen;"));
+  else
+    CHECK_THAT(info, Catch::Contains(std::string("; products: GEMM (") + synattn::to_string(k::kernel_set().gemm) +
+                                     ") where " + k::gemm_rule_text(rule) + ", else Eigen;"));
+  // The portable set: Eigen's products, whatever the build.
+  k::set_isa(synattn::KernelIsa::portable);
+  CHECK_THAT(synattn::build_info(),
+             Catch::Contains("kernels: portable set (rows portable, GEMM portable, small linear none)") &&
+                 Catch::Contains("; products: Eigen;"));
+  k::set_isa(active);
 #if defined(EIGEN_USE_BLAS)
   CHECK(info.find("BLAS: yes") != std::string::npos);
 #else
@@ -61,4 +70,16 @@ TEST_CASE("build_info reports OpenMP and the current thread limit", "[build_info
 #else
   CHECK_THAT(synattn::build_info(), Catch::Contains("; OpenMP: off, 1 thread;"));
 #endif
+}
+
+TEST_CASE("build_info names a SYNATTN_KERNEL_ISA this build or CPU cannot run instead of throwing", "[build_info]") {
+  namespace k = synattn::kernels;
+  const synattn::KernelIsa saved = k::active_isa();
+  ::setenv("SYNATTN_KERNEL_ISA", "avx3", 1);
+  k::detail::isa_state().store(-1);  // as before the first kernel call
+  CHECK_THAT(synattn::build_info(), Catch::Contains("; kernels: unknown (SYNATTN_KERNEL_ISA holds a value"));
+  CHECK_THROWS_WITH(k::active_isa(), Catch::Contains("SYNATTN_KERNEL_ISA is 'avx3'"));
+  ::unsetenv("SYNATTN_KERNEL_ISA");
+  k::set_isa(saved);
+  CHECK_THAT(synattn::build_info(), !Catch::Contains("unknown"));
 }

@@ -74,7 +74,8 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
     // (m, n_kv): the P that multiplied V.
     const Eigen::Map<const RowMajorMatrix<Scalar>> Pd(dropped ? dropped : P.data(), m, nkv);
     if (add)
-      kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs, kernels::Accumulate::yes);  // (lk, dv)
+      kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs,
+                               kernels::Accumulate::add);  // (lk, dv)
     else
       kernels::product<Scalar>(dV.topRows(lk), Pd.topLeftCorner(v, lk), dC, kernels::Transpose::lhs);  // (lk, dv)
   } else if (!add) {
@@ -138,14 +139,14 @@ void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorM
   if (v > 0 && lk > 0) {
     const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);      // (v, dk)
     const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk); // (lk, dk)
-    kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none, kernels::Accumulate::no,
-                     inv_sqrt_dk);  // (v, dk)
+    kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none,
+                             kernels::Accumulate::overwrite, inv_sqrt_dk);  // (v, dk)
     if (add)
-      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::yes,
-                       inv_sqrt_dk);  // (lk, dk)
+      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs,
+                               kernels::Accumulate::add, inv_sqrt_dk);  // (lk, dk)
     else
-      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs, kernels::Accumulate::no,
-                       inv_sqrt_dk);  // (lk, dk)
+      kernels::product<Scalar>(dK.topRows(lk), dR.topLeftCorner(v, lk), Q, kernels::Transpose::lhs,
+                               kernels::Accumulate::overwrite, inv_sqrt_dk);  // (lk, dk)
   } else {
     dQ.topRows(v).setZero();
     if (!add) dK.topRows(lk).setZero();

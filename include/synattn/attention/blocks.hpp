@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../kernels/operands.hpp"
 #include "../matrix.hpp"
 
 namespace synattn {
@@ -29,8 +30,8 @@ namespace attention_detail {
 // A training pass keeps what backward() needs; an inference pass keeps nothing.
 enum class Pass { training, inference };
 // The first row block of a (sequence, head) task overwrites dK and dV; later
-// row blocks add their share.
-enum class Accumulate { overwrite, add };
+// row blocks add their share: the products' own Accumulate.
+using kernels::Accumulate;
 
 // Rough cost of a softmax (forward or backward) per score, in multiply-adds,
 // for deciding whether a loop is worth a parallel region.

@@ -53,7 +53,8 @@ void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix
   if (v <= 0 || lk <= 0) return;
   const auto Q = qsrc.block(b * g.n_q + r0, a * g.dk, v, g.dk);            // (v, dk)
   const auto K = kvsrc.block(b * g.n_kv, g.k_off + a * g.dk, lk, g.dk);    // (lk, dk)
-  kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs, kernels::Accumulate::no, inv_sqrt_dk);  // (v, lk)
+  kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs, kernels::Accumulate::overwrite,
+                           inv_sqrt_dk);  // (v, lk)
 }
 
 // Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in

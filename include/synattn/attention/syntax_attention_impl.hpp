@@ -794,7 +794,7 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
   // dWo[r0:r0+m] (m, h*dv) += G[:, r0:r0+m]^T (m, B*n_q) ctx (B*n_q, h*dv); dbo[r0:r0+m] (m) += colsum G[:, r0:r0+m]
   parallel_chunks(d, double(rows) * double(hdv), [&](Index r0, Index m) {
     kernels::product<Scalar>(dwo.middleRows(r0, m), dout.middleCols(r0, m), c.ctx_, kernels::Transpose::lhs,
-                             kernels::Accumulate::yes);
+                             kernels::Accumulate::add);
     add_row_sums(dout.middleCols(r0, m), dbo + r0);
   });
 }
@@ -923,7 +923,7 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     // dW[r0:r0+m] (m, d) += dqkv[:, r0:r0+m]^T (m, B*n) x (B*n, d); db[r0:r0+m] (m) += colsum dqkv[:, r0:r0+m]
     parallel_chunks(rows, double(nq_rows) * double(d), [&](Index r0, Index m) {
       kernels::product<Scalar>(dw.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
-                               kernels::Accumulate::yes);
+                               kernels::Accumulate::add);
       add_row_sums(c.dqkv_.middleCols(r0, m), db + r0);
     });
     // dx (B*n, d) = dqkv (B*n, rows) [Wq; Wk; Wv] (rows, d)
@@ -940,7 +940,7 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     if (nq_rows > 0) {
       parallel_chunks(hdk, double(nq_rows) * double(d), [&](Index r0, Index m) {
         kernels::product<Scalar>(dw_q.middleRows(r0, m), c.dqkv_.middleCols(r0, m), c.x_q_, kernels::Transpose::lhs,
-                                 kernels::Accumulate::yes);  // (m, d)
+                                 kernels::Accumulate::add);  // (m, d)
         add_row_sums(c.dqkv_.middleCols(r0, m), db_q + r0);
       });
     }
@@ -948,7 +948,7 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
     if (nkv_rows > 0) {
       parallel_chunks(hdk + hdv, double(nkv_rows) * double(dm_kv_), [&](Index r0, Index m) {
         kernels::product<Scalar>(dw_kv.middleRows(r0, m), c.dkv_.middleCols(r0, m), c.x_kv_, kernels::Transpose::lhs,
-                                 kernels::Accumulate::yes);  // (m, d_mem)
+                                 kernels::Accumulate::add);  // (m, d_mem)
         add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
       });
     }

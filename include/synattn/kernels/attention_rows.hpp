@@ -1,5 +1,5 @@
 // synattn — the attention row kernels the layer calls, run in the
-// instruction set kernels/dispatch.hpp chose at run time:
+// instruction set the kernel registry (kernels/registry.hpp) chose at run time:
 //
 //   kernels/attention_rows_portable.hpp   any C++17 compiler, any CPU, and the
 //                                         reference the others are tested
@@ -18,7 +18,7 @@
 #define SYNATTN_KERNELS_ATTENTION_ROWS_HPP
 
 #include "attention_rows_portable.hpp"
-#include "dispatch.hpp"
+#include "registry.hpp"
 
 namespace synattn {
 namespace kernels {

@@ -2,7 +2,7 @@
 // lanes) and double (4 lanes); the kernels themselves are
 // kernels/attention_rows_algorithm.inc (its comment lists the primitives),
 // compiled here for AVX2 + FMA through a target pragma, whatever the
-// compiler flags: kernels/dispatch.hpp runs them when the CPU has AVX2 and FMA.
+// compiler flags: kernels/registry.hpp runs them when the CPU has AVX2 and FMA.
 //
 // What AVX2 lacks next to AVX-512, and what takes its place:
 // - No mask registers: a mask is a vector of all-ones / all-zeros lanes.

@@ -2,7 +2,8 @@
 // kernels, float (16 lanes) and double (8 lanes); the kernels themselves are
 // kernels/attention_rows_algorithm.inc (its comment lists the primitives),
 // compiled here for AVX-512 through a target pragma, whatever the compiler
-// flags: kernels/dispatch.hpp runs them when the CPU (and OS) has AVX-512.
+// flags: kernels/registry.hpp runs them when asked to (SYNATTN_KERNEL_ISA=avx512,
+// kernels::set_isa), on a CPU (and OS) with AVX-512; never by default.
 //
 // Why these primitives are fast:
 // - Mask registers: row tails are masked loads and stores, masked max and

@@ -2,7 +2,7 @@
 // kernels, float (4 lanes) and double (2 lanes); the kernels themselves are
 // kernels/attention_rows_algorithm.inc (its comment lists the primitives).
 // Advanced SIMD is part of every AArch64 CPU, so no target pragma and no
-// CPUID: kernels/dispatch.hpp runs these on every AArch64 build.
+// CPUID: kernels/registry.hpp runs these by default on every AArch64 build.
 //
 // What NEON lacks, and what takes its place:
 // - No masked loads or stores: a row tail is copied through a small buffer

@@ -1,7 +1,7 @@
 // synattn — the blocked GEMM compiled for AVX2 + FMA by a per-function target
 // attribute, so a build for baseline x86-64 (the compiler's default flags)
-// carries it too; kernels/gemm.hpp runs it only on a CPU that has both
-// (__builtin_cpu_supports). x86-64 with GCC or Clang only.
+// carries it too; kernels/gemm.hpp runs it when the kernel registry's set
+// says avx2 (the default on a CPU with both). x86-64 with GCC or Clang only.
 //
 // Register tile: 6 rows x 2 vectors (float 6 x 16, double 6 x 8) = 12
 // accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers. Cache
@@ -12,7 +12,8 @@
 
 #include "gemm_support.hpp"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#if !defined(SYNATTN_PORTABLE_KERNELS) && (defined(__x86_64__) || defined(_M_X64)) && \
+    (defined(__GNUC__) || defined(__clang__))
 #define SYNATTN_HAVE_AVX2_GEMM 1
 
 #include <immintrin.h>
@@ -72,12 +73,7 @@ struct Packet<double> {
 #include "gemm_blocked.inc"
 #undef SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+#include "target_end.inc"
 
 }  // namespace gemm_avx2
 }  // namespace kernels

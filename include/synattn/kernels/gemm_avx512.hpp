@@ -1,6 +1,6 @@
 // synattn — the blocked GEMM compiled for AVX-512F by a per-function target
-// attribute (see gemm_avx2.hpp); kernels/gemm.hpp runs it only on a CPU with
-// AVX-512F. x86-64 with GCC or Clang only.
+// attribute (see gemm_avx2.hpp); kernels/gemm.hpp runs it with the kernel
+// registry's avx512 set only, which is opt-in. x86-64 with GCC or Clang only.
 //
 // Register tile: 14 rows x 2 vectors (float 14 x 32, double 14 x 16) = 28
 // accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers. Only the
@@ -10,7 +10,8 @@
 
 #include "gemm_support.hpp"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#if !defined(SYNATTN_PORTABLE_KERNELS) && (defined(__x86_64__) || defined(_M_X64)) && \
+    (defined(__GNUC__) || defined(__clang__))
 #define SYNATTN_HAVE_AVX512_GEMM 1
 
 #include <immintrin.h>
@@ -24,19 +25,10 @@ using namespace gemm_detail;
 template <class Scalar>
 struct Packet;
 
-// Every function from here to the matching pop is compiled for avx512f,avx2,fma
-// whatever the build's -march (templates included). Clang ignores GCC's
-// target pragma and has its own. -Wpsabi: GCC notes that passing vectors by
-// value between functions of different targets changes the ABI; these
+// Every function from here to target_end.inc is compiled for
+// avx512f,avx2,fma whatever the build's -march (templates included); these
 // functions are only called (and inlined) within the region.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "target_avx512f_begin.inc"
 
 template <>
 struct Packet<float> {
@@ -70,12 +62,7 @@ struct Packet<double> {
 #include "gemm_blocked.inc"
 #undef SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+#include "target_end.inc"
 
 }  // namespace gemm_avx512
 }  // namespace kernels

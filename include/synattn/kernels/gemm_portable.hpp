@@ -1,7 +1,9 @@
 // synattn — the blocked GEMM for any CPU: scalar "packets" of one lane, a 4x4
-// register tile, compiled for the build's own target. It is what the
-// dispatcher runs where no vector version applies, and lets the tests
-// exercise the packing and blocking logic (gemm_blocked.inc) on any machine.
+// register tile, compiled for the build's own target: the reference the
+// vector versions are tested against, exercising the packing and blocking
+// logic (gemm_blocked.inc) on any machine. kernels::product never calls it:
+// with no vector GEMM, Eigen's product (vectorised for the build's flags)
+// runs instead.
 #ifndef SYNATTN_KERNELS_GEMM_PORTABLE_HPP
 #define SYNATTN_KERNELS_GEMM_PORTABLE_HPP
 

@@ -1,10 +1,10 @@
 // synattn — the instruction sets synattn's hand-written kernels are written
-// for (the attention row kernels, kernels/dispatch.hpp, and the GEMM,
-// kernels/gemm.hpp), and whether this CPU runs each: one name per ISA and one
-// CPU query (util/cpu_features.hpp) for every kernel family, so the families
-// cannot disagree about what "avx512" means or whether the CPU has it.
-// Whether a build *carries* an ISA's code is each family's own business (its
-// per-ISA headers define SYNATTN_HAVE_*).
+// for (the attention row kernels, the GEMM, linear_small), and whether this
+// CPU runs each: one name per ISA and one CPU query (util/cpu_features.hpp)
+// for every kernel family, so the families cannot disagree about what
+// "avx512" means or whether the CPU has it. Whether a build *carries* an
+// ISA's code is told by the per-ISA headers (SYNATTN_HAVE_*), which ISA runs
+// by kernels/registry.hpp.
 #ifndef SYNATTN_KERNELS_ISA_HPP
 #define SYNATTN_KERNELS_ISA_HPP
 

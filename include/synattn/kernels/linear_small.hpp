@@ -1,13 +1,13 @@
 // synattn — C = A B^T, the product of an nn.Linear layer (B is the (n, k)
-// weight), through Eigen's general product or, for a few rows of A on a CPU
-// with a dedicated kernel, through kernels/linear_small_avx512.hpp, which
-// does not pack B (see there why that matters at single-sentence sizes).
+// weight), through kernels::product or, for a few rows of A when the kernel
+// registry's set has a few-rows kernel (kernels/registry.hpp: the avx512 set,
+// which is opt-in), through kernels/linear_small_avx512.hpp, which does not
+// pack B (see there why that matters at single-sentence sizes).
 //
 // kernels::product (the dispatched GEMM or Eigen's product, whichever
 // kernels/product.hpp picks) is the general path and the reference the tests
 // compare the kernel against; for a few rows the dispatched GEMM avoids
-// packing B too, by computing C^T = B A^T (gemm_blocked.inc). Define
-// SYNATTN_PORTABLE_KERNELS to always use it.
+// packing B too, by computing C^T = B A^T (gemm_blocked.inc).
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_HPP
 #define SYNATTN_KERNELS_LINEAR_SMALL_HPP
 
@@ -18,11 +18,10 @@
 
 #include "../config.hpp"
 #include "../matrix.hpp"
-#include "product.hpp"
-
-#if !defined(SYNATTN_PORTABLE_KERNELS)
 #include "linear_small_avx512.hpp"
-#endif
+#include "operands.hpp"
+#include "product.hpp"
+#include "registry.hpp"
 
 namespace synattn {
 namespace kernels {
@@ -49,16 +48,13 @@ inline Scalar* thread_workspace(Index size) {
 // at 128; below half a register of rows Eigen's matrix-vector path wins).
 constexpr Index kSmallLinearMaxRows = 64;
 
-// Whether linear_product() takes the small-rows kernel for m rows.
+// Whether linear_product() takes the few-rows kernel for m rows: the
+// registry's set has one, and m is in the range where it was measured faster.
 template <class Scalar>
-inline bool uses_small_linear(Index m) noexcept {
-#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+inline bool uses_small_linear(Index m) {
+  if (kernel_set().linear_small != KernelIsa::avx512) return false;
   constexpr Index lanes = 64 / Index(sizeof(Scalar));
   return m > lanes / 2 && m <= kSmallLinearMaxRows;
-#else
-  (void)m;
-  return false;
-#endif
 }
 
 // C = A B^T (+ bias on every row, if `bias` is not null: an nn.Linear); C
@@ -70,9 +66,9 @@ template <class Scalar, class DstC, class SrcA, class SrcB>
 inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar* bias = nullptr) {
   using BiasRow = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
   SYNATTN_ASSERT(B.cols() == A.cols() && C.rows() == A.rows() && C.cols() == B.rows());
-#if defined(SYNATTN_HAVE_AVX512_LINEAR) && !defined(SYNATTN_PORTABLE_KERNELS)
+#if defined(SYNATTN_HAVE_AVX512_LINEAR)
   const Index m = A.rows(), n = B.rows(), k = A.cols();
-  if (uses_small_linear<Scalar>(m) && k > 0) {
+  if (k > 0 && uses_small_linear<Scalar>(m)) {
     Scalar* panel = detail::thread_workspace<Scalar>(avx512::linear_small_workspace<Scalar>(k));
     avx512::linear_small<Scalar>(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(), C.outerStride(), m,
                                  n, k, panel);
@@ -82,9 +78,9 @@ inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar*
 #endif
   if (bias) {
     C.rowwise() = BiasRow(bias, B.rows());
-    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::yes);
+    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::add);
   } else {
-    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::no);
+    product<Scalar>(C, A, B, Transpose::rhs, Accumulate::overwrite);
   }
 }
 

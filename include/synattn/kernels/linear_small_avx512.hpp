@@ -11,12 +11,15 @@
 // outputs o at a time (8 accumulators; 9 loads per 8 multiply-adds). No
 // packing of B, no horizontal sums; each weight is read once per row group.
 //
+// Compiled for AVX-512F through a target pragma whatever the build's -march,
+// as the row kernels and the GEMM are, so the registry (kernels/registry.hpp)
+// decides when it runs: with the avx512 kernel set only, which is opt-in.
 // kernels/linear_small.hpp dispatches here; tests compare against Eigen's
 // product.
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_AVX512_HPP
 #define SYNATTN_KERNELS_LINEAR_SMALL_AVX512_HPP
 
-#if defined(__AVX512F__)
+#if !defined(SYNATTN_PORTABLE_KERNELS) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SYNATTN_HAVE_AVX512_LINEAR 1
 
 #include <immintrin.h>
@@ -30,6 +33,11 @@
 namespace synattn {
 namespace kernels {
 namespace avx512 {
+
+// Every function from here to target_end.inc is compiled for
+// avx512f,avx2,fma (linear_small takes pointers: no vector crosses the edge).
+#include "target_avx512f_begin.inc"
+
 namespace linear_detail {
 
 template <class Scalar>
@@ -117,9 +125,11 @@ inline void linear_small(const Scalar* A, Index lda, const Scalar* B, Index ldb,
   }
 }
 
+#include "target_end.inc"
+
 }  // namespace avx512
 }  // namespace kernels
 }  // namespace synattn
 
-#endif  // __AVX512F__
+#endif  // SYNATTN_HAVE_AVX512_LINEAR
 #endif  // SYNATTN_KERNELS_LINEAR_SMALL_AVX512_HPP

@@ -1,109 +1,90 @@
 // synattn — C (+)= alpha op(A) op(B) on row-major Eigen views, through Eigen's
-// product or the run-time-dispatched GEMM of kernels/gemm.hpp, whichever is
-// faster for this build on this CPU. Every product of the attention layer
-// goes through it.
+// product or the run-time-dispatched GEMM of kernels/gemm.hpp, whichever was
+// measured faster for the product's shape at this build's flags. Every
+// product of the attention layer and of nn::Linear goes through it.
 //
-// Eigen's products are compiled for the build's flags. A build for the
-// x86-64 baseline (the compiler's default: SSE2, no FMA) gets SSE2 products,
-// 2-4x slower than AVX2 + FMA ones; the dispatched GEMM carries an AVX2 + FMA
-// and an AVX-512 version whatever the flags, and its AVX2 version beats
-// Eigen's AVX2 product too (1.1-1.4x on the layer's and the Transformer's
-// shapes, bench/bench_gemm.cpp, AMD Zen 3). So by default (`automatic`) the
-// dispatched GEMM runs whenever the CPU has AVX2 + FMA, unless the build
-// targets AVX-512: there Eigen's own AVX-512 product is what our AVX-512
-// tables were measured with, and the dispatched AVX-512 version has not been
-// measured against it. A build defining SYNATTN_PORTABLE_KERNELS keeps
-// Eigen's product. SYNATTN_GEMM=eigen|dispatch|auto in the environment (read
-// at the first product) or set_gemm_path() overrides the choice.
+// Eigen's products are compiled for the build's flags: a build for the
+// x86-64 baseline (the compiler's default: SSE2, no FMA) gets SSE2 products;
+// the GEMM runs the ISA of the kernel registry's set (kernels/registry.hpp:
+// AVX2 + FMA on a CPU that has them) whatever the flags. The rule
+// (gemm_rule) is one pair of thresholds per Eigen ISA, from
+// bench/bench_gemm.cpp (see there and docs/benchmarks.md for the numbers).
+// With the portable kernel set (SYNATTN_KERNEL_ISA=portable, or a build
+// defining SYNATTN_PORTABLE_KERNELS) every product is Eigen's.
 #ifndef SYNATTN_KERNELS_PRODUCT_HPP
 #define SYNATTN_KERNELS_PRODUCT_HPP
 
 #include <Eigen/Core>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
+#include <limits>
 #include <string>
 
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/cpu_features.hpp"
 #include "gemm.hpp"
+#include "operands.hpp"
+#include "registry.hpp"
 
 namespace synattn {
 namespace kernels {
 
-// Which operands of product() are transposed.
-enum class Transpose { none, lhs, rhs, both };
+// Where the dispatched GEMM beats Eigen's product: m and n (the rows and
+// columns of C) both at least `min_side` and m n k at least `min_volume`.
+struct GemmRule {
+  Index min_side;
+  Index min_volume;
+};
 
-// Whether product() adds to C or overwrites it.
-enum class Accumulate { no, yes };
+// Never: no measurement says the GEMM wins.
+constexpr GemmRule kGemmNever{std::numeric_limits<Index>::max(), std::numeric_limits<Index>::max()};
 
-// Who computes product(): `automatic` picks (see the top of this file).
-enum class GemmPath { automatic, eigen, dispatch };
-
-namespace gemm_detail {
-// -1: not read yet; otherwise a GemmPath.
-inline std::atomic<int>& gemm_path_state() noexcept {
-  static std::atomic<int> state{-1};
-  return state;
-}
-}  // namespace gemm_detail
-
-// The path setting: set_gemm_path()'s, else SYNATTN_GEMM's (read once), else
-// automatic. Throws synattn::Error if SYNATTN_GEMM holds anything other than
-// eigen, dispatch or auto (on every call, until set_gemm_path() is called).
-inline GemmPath gemm_path() {
-  const int s = gemm_detail::gemm_path_state().load(std::memory_order_relaxed);
-  if (s >= 0) return static_cast<GemmPath>(s);
-  GemmPath path = GemmPath::automatic;
-  if (const char* env = std::getenv("SYNATTN_GEMM")) {
-    if (std::strcmp(env, "eigen") == 0)
-      path = GemmPath::eigen;
-    else if (std::strcmp(env, "dispatch") == 0)
-      path = GemmPath::dispatch;
-    else if (std::strcmp(env, "auto") != 0 && env[0] != '\0')
-      throw Error(std::string("gemm_path: environment variable SYNATTN_GEMM = '") + env +
-                  "', expected eigen, dispatch or auto");
-  }
-  gemm_detail::gemm_path_state().store(static_cast<int>(path), std::memory_order_relaxed);
-  return path;
+// The rule for Eigen compiled with the features `build`, against the AVX2 +
+// FMA GEMM (the only one that runs by default): the smallest shapes from
+// which the GEMM won. bench/bench_gemm.cpp, eigen/ against gemm/, 18 shapes
+// in float and double, medians of 3, one thread, AMD EPYC Zen 3, 2026-12-02
+// (docs/benchmarks.md has the command):
+// - no AVX2 + FMA (measured at the x86-64 baseline, Eigen at SSE2; AVX
+//   without FMA is taken to be alike, unmeasured): inside the rule the GEMM
+//   is 1.28-4.96x as fast (32 of 32); outside it Eigen wins at 8 x 8 x 8
+//   float (0.65x) and 4 x 512 x 512 (0.79x float, 0.98x double).
+// - AVX2 + FMA (-march=native): inside the rule the GEMM is 0.87-1.67x as
+//   fast (faster in 19 of 24; the per-head 64 x 32 x 64 scores 1.4-1.65x);
+//   outside it Eigen is faster in 9 of 12 (16 rows: 0.69-0.97x in float,
+//   4 rows: 0.6x, 32 x 32 x 32: 0.69-0.76x).
+// - AVX-512 (Eigen's AVX-512 product): never measured here, so Eigen's.
+constexpr GemmRule gemm_rule(CpuFeature build) noexcept {
+  if (has(build, CpuFeature::avx512f)) return kGemmNever;
+  if (has(build, CpuFeature::avx2 | CpuFeature::fma)) return {32, 64 * 64 * 32};
+  return {8, 16 * 16 * 16};
 }
 
-// Sets the path for every later product (tests, benchmarks). Not meant to be
-// changed while products run on other threads: results would then mix paths.
-inline void set_gemm_path(GemmPath path) noexcept {
-  gemm_detail::gemm_path_state().store(static_cast<int>(path), std::memory_order_relaxed);
+// "m, n >= 8 and m n k >= 4096": the rule as build_info() prints it.
+inline std::string gemm_rule_text(const GemmRule& rule) {
+  return "m, n >= " + std::to_string(rule.min_side) + " and m n k >= " + std::to_string(rule.min_volume);
 }
 
-// Whether this translation unit's Eigen products use AVX-512.
-constexpr bool build_targets_avx512() noexcept { return has(build_cpu_features(), CpuFeature::avx512f); }
-
-// Whether product() runs the dispatched GEMM (true) or Eigen's product.
-inline bool uses_dispatched_gemm() {
-  switch (gemm_path()) {
-    case GemmPath::eigen: return false;
-    case GemmPath::dispatch: return true;
-    default:
-#if defined(SYNATTN_PORTABLE_KERNELS)
-      return false;  // the portable build runs none of our vector code unless asked to
-#else
-      return !build_targets_avx512() && gemm_best_isa() != KernelIsa::portable;
-#endif
-  }
+// Whether product() runs the dispatched GEMM for C (m, n) = op(A) op(B) with
+// inner size k, in this translation unit (its flags chose Eigen's ISA) with
+// the registry's kernel set now.
+inline bool uses_dispatched_gemm(Index m, Index n, Index k) {
+  if (kernel_set().gemm == KernelIsa::portable) return false;
+  constexpr GemmRule rule = gemm_rule(build_cpu_features());
+  if (m < rule.min_side || n < rule.min_side) return false;
+  // m n k in double: no overflow for any shape that fits in memory.
+  return double(m) * double(n) * double(k) >= double(rule.min_volume);
 }
 
 // C (m, n) = alpha op(A) op(B), or C += alpha op(A) op(B) with
-// Accumulate::yes, where op transposes the operands `transpose` names; all
+// Accumulate::add, where op transposes the operands `transpose` names; all
 // three are row-major views with contiguous rows (blocks of row-major
 // matrices qualify) and C must not overlap A or B. Throws synattn::Error if
 // the shapes do not agree.
 template <class Scalar>
 void product(Eigen::Ref<RowMajorMatrix<Scalar>> C, const Eigen::Ref<const RowMajorMatrix<Scalar>>& A,
              const Eigen::Ref<const RowMajorMatrix<Scalar>>& B, Transpose transpose = Transpose::none,
-             Accumulate accumulate = Accumulate::no, Scalar alpha = Scalar(1)) {
-  const bool ta = transpose == Transpose::lhs || transpose == Transpose::both;
-  const bool tb = transpose == Transpose::rhs || transpose == Transpose::both;
+             Accumulate accumulate = Accumulate::overwrite, Scalar alpha = Scalar(1)) {
+  const bool ta = transposes_lhs(transpose), tb = transposes_rhs(transpose);
   const Index m = ta ? A.cols() : A.rows(), k = ta ? A.rows() : A.cols();
   const Index kb = tb ? B.cols() : B.rows(), n = tb ? B.rows() : B.cols();
   if (k != kb || C.rows() != m || C.cols() != n)
@@ -111,15 +92,10 @@ void product(Eigen::Ref<RowMajorMatrix<Scalar>> C, const Eigen::Ref<const RowMaj
                 std::to_string(m) + ", " + std::to_string(k) + ") op(B) (" + std::to_string(kb) + ", " +
                 std::to_string(n) + "): expected inner sizes to agree and C to be (" + std::to_string(m) + ", " +
                 std::to_string(n) + ")");
-  const bool add = accumulate == Accumulate::yes;
-  if (uses_dispatched_gemm()) {
-    if (m == 0 || n == 0) return;
-    if (k == 0) {
-      if (!add) C.setZero();
-      return;
-    }
-    gemm<Scalar>(ta ? Op::transpose : Op::none, tb ? Op::transpose : Op::none, m, n, k, alpha, A.data(),
-                 A.outerStride(), B.data(), B.outerStride(), add ? Scalar(1) : Scalar(0), C.data(), C.outerStride());
+  const bool add = accumulate == Accumulate::add;
+  if (uses_dispatched_gemm(m, n, k)) {
+    gemm<Scalar>(transpose, m, n, k, alpha, A.data(), A.outerStride(), B.data(), B.outerStride(),
+                 add ? Scalar(1) : Scalar(0), C.data(), C.outerStride());
     return;
   }
   // Eigen: alpha rides on the left operand, as the layer always wrote it

@@ -81,7 +81,7 @@ class Linear {
     // blocks of W are independent, so the split never changes a sum's order.
     parallel_chunks(out_, double(tokens) * in_, [&](Index r0, Index m) {
       kernels::product<Scalar>(dw.middleRows(r0, m), dy.middleCols(r0, m), x, kernels::Transpose::lhs,
-                               kernels::Accumulate::yes);
+                               kernels::Accumulate::add);
       if (db) {
         Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> acc(db + r0, m);
         for (Index r = 0; r < tokens; ++r) acc += dy.row(r).segment(r0, m);

@@ -127,7 +127,7 @@ class ArcBiaffine {
     });
     // dU (d, d) += D^T d(dep_u);  du (1, d) += colsum(dS)^T H
     auto dU = store_.gradient(weight_);
-    kernels::product<Scalar>(dU, dep, c.ddep_u, kernels::Transpose::lhs, kernels::Accumulate::yes);
+    kernels::product<Scalar>(dU, dep, c.ddep_u, kernels::Transpose::lhs, kernels::Accumulate::add);
     auto du = store_.gradient(bias_);
     du.noalias() += c.column_sums.transpose() * head;
     // dD (B * m, d) = d(dep_u) U^T
@@ -235,7 +235,7 @@ class LabelBiaffine {
     }
     // dW (d1, L * d1) += dep1^T dprojected;  ddep1 (T, d1) = dprojected W^T
     auto dW = store_.gradient(weight_);
-    kernels::product<Scalar>(dW, c.dep1, c.dprojected, kernels::Transpose::lhs, kernels::Accumulate::yes);
+    kernels::product<Scalar>(dW, c.dep1, c.dprojected, kernels::Transpose::lhs, kernels::Accumulate::add);
     const auto W = store_.value(weight_);
     c.ddep1.resize(T, d1);
     parallel_chunks(T, double(d1) * d1 * labels_, [&](Index r0, Index n) {
