@@ -101,6 +101,19 @@ inline bool reserved_key(const std::string& k) {
   return k == "format" || k == "dtype" || k == "step" || k == "optimizer" || starts_with(k, "optimizer.");
 }
 
+// A file's metadata: the caller's extra keys (none of them reserved: fn
+// names the refusing call), then the format key every file of this format
+// carries. The caller adds dtype and the rest.
+inline void start_metadata(const char* fn, const std::map<std::string, std::string>& extra, SafetensorsFile& file) {
+  for (const auto& kv : extra) {
+    if (reserved_key(kv.first))
+      throw Error(std::string(fn) + ": extra metadata key '" + kv.first +
+                  "' is reserved (format, dtype, step, optimizer, optimizer.*)");
+    file.metadata.insert(kv);
+  }
+  file.metadata["format"] = format;
+}
+
 // A step count: decimal digits only (what save_checkpoint writes, so it
 // round-trips), at most `max`. The optimiser's count is held to 2^53
 // (Optimizer::kMaxSteps) here, so Optimizer::restore cannot refuse it after
@@ -200,13 +213,7 @@ SafetensorsFile make_checkpoint(const std::vector<ParameterInfo>& infos,
   constexpr const char* fn = "save_checkpoint";
   if (step < 0) throw Error("save_checkpoint: step must be >= 0, got " + std::to_string(step));
   SafetensorsFile file;
-  for (const auto& kv : extra) {
-    if (d::reserved_key(kv.first))
-      throw Error("save_checkpoint: extra metadata key '" + kv.first +
-                  "' is reserved (format, dtype, step, optimizer, optimizer.*)");
-    file.metadata.insert(kv);
-  }
-  file.metadata["format"] = d::format;
+  d::start_metadata(fn, extra, file);
   file.metadata["dtype"] = safetensors_dtype_name(safetensors_dtype_of<Scalar>());
   file.metadata["step"] = std::to_string(step);
   for (std::size_t i = 0; i < infos.size(); ++i) {
@@ -290,13 +297,7 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
                        const CheckpointSaveOptions& options = {}) {
   namespace d = checkpoint_detail;
   SafetensorsFile file;
-  for (const auto& kv : extra) {
-    if (d::reserved_key(kv.first))
-      throw Error("save_weights_half: extra metadata key '" + kv.first +
-                  "' is reserved (format, dtype, step, optimizer, optimizer.*)");
-    file.metadata.insert(kv);
-  }
-  file.metadata["format"] = d::format;
+  d::start_metadata("save_weights_half", extra, file);
   file.metadata["dtype"] = "F16";
   file.metadata["step"] = "0";
   file.metadata["optimizer"] = "none";
