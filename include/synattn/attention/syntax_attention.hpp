@@ -81,7 +81,7 @@ class SyntaxBiasedAttention {
   using Cache = AttentionCache<Scalar>;
 
   // Validates the options (throws synattn::Error) and initialises the
-  // parameters: projections like nn.Linear (seeded by options.seed), the
+  // parameters: projections like nn.Linear from options.seed (util/init.hpp), the
   // table from options.bias.init (zero by default: plain attention), the scale
   // to options.bias.scale and the talking-heads matrices to the identity.
   explicit SyntaxBiasedAttention(const AttentionOptions& options);
@@ -213,7 +213,8 @@ class SyntaxBiasedAttention {
   // util/parameters.hpp). parameters() / gradients() throw while bound.
   ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
   const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
-  // Re-draws the projections from `seed` and resets table, scale and mixing.
+  // Re-draws the projections from `seed` (projection k = q, k, v, o from
+  // RandomStream(seed).derive(k), util/init.hpp) and resets table, scale and mixing.
   void reset_parameters(std::uint64_t seed);
 
   Eigen::Map<Matrix> Wq() { return store_.value(id_.wq); }

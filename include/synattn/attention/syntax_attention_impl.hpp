@@ -19,6 +19,7 @@
 #include "../kernels/attention_rows.hpp"
 #include "../kernels/dropout_rows.hpp"
 #include "../kernels/linear_small.hpp"
+#include "../util/init.hpp"
 #include "../util/parallel.hpp"
 #include "backward_steps.hpp"
 #include "forward_steps.hpp"
@@ -27,23 +28,6 @@
 namespace synattn {
 
 namespace attention_detail {
-
-// splitmix64: a small, portable generator, so a seed gives the same weights
-// with every standard library.
-inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-template <class Scalar>
-void fill_uniform(Eigen::Map<RowMajorMatrix<Scalar>> m, double bound, std::uint64_t& state) {
-  for (Index i = 0; i < m.size(); ++i) {
-    const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
-    m.data()[i] = static_cast<Scalar>((2.0 * u - 1.0) * bound);
-  }
-}
 
 // dst (cols) += sum of the rows of src (rows, cols), in row order: deterministic.
 template <class Src, class Scalar>
@@ -92,18 +76,14 @@ SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& opt
 
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::reset_parameters(std::uint64_t seed) {
-  std::uint64_t state = seed;
-  const double in_q = 1.0 / std::sqrt(static_cast<double>(options_.d_model));
-  const double in_kv = 1.0 / std::sqrt(static_cast<double>(dm_kv_));
-  const double in_o = 1.0 / std::sqrt(static_cast<double>(options_.heads * dv_));
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.wq), in_q, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.bq), in_q, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.wk), in_kv, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.bk), in_kv, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.wv), in_kv, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.bv), in_kv, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.wo), in_o, state);
-  attention_detail::fill_uniform<Scalar>(store_.value(id_.bo), in_o, state);
+  // util/init.hpp's rule: projection k (q 0, k 1, v 2, o 3) like nn.Linear
+  // from RandomStream(seed).derive(k), so a seed gives the same weights with
+  // every standard library and each projection's draw is its own.
+  const RandomStream init(seed);
+  init_linear(store_.value(id_.wq), store_.value(id_.bq), init.derive(0));
+  init_linear(store_.value(id_.wk), store_.value(id_.bk), init.derive(1));
+  init_linear(store_.value(id_.wv), store_.value(id_.bv), init.derive(2));
+  init_linear(store_.value(id_.wo), store_.value(id_.bo), init.derive(3));
   if (options_.syntax_bias) bias_table().initialise();
   if (id_.pre >= 0) store_.value(id_.pre).setIdentity();
   if (id_.post >= 0) store_.value(id_.post).setIdentity();

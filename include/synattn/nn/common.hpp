@@ -1,5 +1,5 @@
-// synattn — shared pieces of the nn layers: PyTorch-style initialisers drawn
-// from a counter-based RandomStream, elementwise activations and inverted
+// synattn — shared pieces of the nn layers: the initialisers (util/init.hpp
+// under the nn names), elementwise activations and inverted
 // dropout whose mask is a pure function of (stream, sequence, position,
 // feature).
 #ifndef SYNATTN_NN_COMMON_HPP
@@ -15,37 +15,22 @@
 #include "../kernels/dropout_rows.hpp"
 #include "../matrix.hpp"
 #include "../util/finite.hpp"
+#include "../util/init.hpp"
 #include "../util/parallel.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
 namespace nn {
 
-// m[i] ~ U(-bound, bound), element i drawn from stream.uniform(i): the values
-// depend on the stream and the shape only.
+// The nn layers' names for util/init.hpp's initialisers (the one rule every
+// layer draws its weights by).
 template <class Derived>
 void fill_uniform(Eigen::MatrixBase<Derived>&& m, double bound, const RandomStream& stream) {
-  using Scalar = typename Derived::Scalar;
-  for (Index r = 0; r < m.rows(); ++r)
-    for (Index c = 0; c < m.cols(); ++c) {
-      const auto i = static_cast<std::uint64_t>(r * m.cols() + c);
-      m(r, c) = static_cast<Scalar>((2.0 * stream.uniform(i) - 1.0) * bound);
-    }
+  init_uniform(m, bound, stream);
 }
-
-// m[i] ~ N(0, 1) by Box-Muller from uniforms 2i and 2i + 1 (nn.Embedding's
-// default initialisation).
 template <class Derived>
 void fill_normal(Eigen::MatrixBase<Derived>&& m, const RandomStream& stream) {
-  using Scalar = typename Derived::Scalar;
-  const double two_pi = 6.283185307179586476925;
-  for (Index r = 0; r < m.rows(); ++r)
-    for (Index c = 0; c < m.cols(); ++c) {
-      const auto i = static_cast<std::uint64_t>(r * m.cols() + c);
-      const double u1 = 1.0 - stream.uniform(2 * i);  // (0, 1]: log is finite
-      const double u2 = stream.uniform(2 * i + 1);
-      m(r, c) = static_cast<Scalar>(std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2));
-    }
+  init_normal(m, stream);
 }
 
 // A whole model that was moved from holds no layers; its members call this

@@ -17,6 +17,7 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/init.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -47,7 +48,7 @@ class Embedding {
   }
 
   void reset_parameters(const RandomStream& init) {
-    fill_normal(store_.value(weight_), init);
+    init_normal(store_.value(weight_), init);  // util/init.hpp's normal rule
     store_.value(weight_).row(kPaddingId).setZero();
   }
 

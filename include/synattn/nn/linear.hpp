@@ -20,6 +20,7 @@
 #include "../kernels/product.hpp"
 #include "../matrix.hpp"
 #include "../util/parallel.hpp"
+#include "../util/init.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -44,10 +45,12 @@ class Linear {
     reset_parameters(init);
   }
 
+  // util/init.hpp's linear rule: the weight from init.derive(0), the bias from init.derive(1).
   void reset_parameters(const RandomStream& init) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in_));
-    fill_uniform(store_.value(weight_), bound, init.derive(0));
-    if (bias_ >= 0) fill_uniform(store_.value(bias_), bound, init.derive(1));
+    if (bias_ >= 0)
+      init_linear(store_.value(weight_), store_.value(bias_), init);
+    else
+      init_linear(store_.value(weight_), init);
   }
 
   int in_features() const noexcept { return in_; }
