@@ -1,10 +1,14 @@
 // ParameterStore binding: a store's parameters moved into outside storage
 // (a model's flat buffer), adjacency checks, copies that never alias, and an
 // attention layer bound to a buffer, alone and sharing its table and scale
-// with another layer (gradients accumulate into the one shared slice).
+// with another layer (gradients accumulate into the one shared slice);
+// nn::BoundModel, a whole model's parts in one buffer with its copy and move
+// rules.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
+#include <synattn/nn/linear.hpp>
+#include <synattn/nn/parameter_binding.hpp>
 #include <synattn/util/parameters.hpp>
 
 #include <random>
@@ -218,4 +222,74 @@ TEST_CASE("Two attention layers sharing one table and scale: gradients add up in
   // one value: changing the shared table changes both layers' view
   a.table()(0, 1) = 3;
   CHECK(b.table()(0, 1) == 3);
+}
+
+namespace {
+
+// A whole model of two linear layers, as the tagger and the parser hold theirs.
+struct TwoLinears {
+  static constexpr const char* kCopyName = "TwoLinears (copy)";
+  explicit TwoLinears(int d) : first(d, 3, RandomStream(1)), second(3, 2, RandomStream(2)) {}
+  template <class F>
+  void visit_stores(F&& f) {
+    f(std::string("first."), first.parameter_store(), std::string());
+    f(std::string("second."), second.parameter_store(), std::string());
+  }
+  nn::Linear<double> first, second;
+  ParameterStore<double> root;
+};
+
+// True when every part's parameters are views of m's root buffer.
+bool parts_in_root(nn::BoundModel<TwoLinears>& m) {
+  const double* begin = m.root.values().data();
+  const double* end = begin + m.root.size();
+  const double* w = m.first.weight().data();
+  const double* v = m.second.bias().data();
+  return w >= begin && w < end && v >= begin && v < end;
+}
+
+}  // namespace
+
+TEST_CASE("nn::BoundModel binds the parts into one buffer; copies own theirs, moves keep working",
+          "[parameters][binding]") {
+  nn::BoundModel<TwoLinears> a(4);
+  REQUIRE(a.root.size() == 4 * 3 + 3 + 3 * 2 + 2);
+  CHECK(a.root.find("first.weight") == 0);
+  CHECK(a.root.find("second.bias") == 3);
+  CHECK(parts_in_root(a));
+  CHECK(!a.moved_from());
+  a.first.weight()(0, 0) = 5;  // through the part: lands in the root
+  CHECK(a.root.value(0)(0, 0) == 5);
+
+  nn::BoundModel<TwoLinears> copy(a);
+  CHECK(parts_in_root(copy));
+  CHECK((copy.root.values().array() == a.root.values().array()).all());
+  copy.first.weight()(0, 0) = 6;
+  CHECK(a.first.weight()(0, 0) == 5);  // never aliases the original
+
+  nn::BoundModel<TwoLinears> moved(std::move(copy));
+  CHECK(parts_in_root(moved));
+  CHECK(moved.first.weight()(0, 0) == 6);
+  CHECK(copy.moved_from());
+  CHECK_THROWS_WITH(copy.require("TwoLinears::forward"), Catch::Contains("TwoLinears::forward: this model was moved"));
+  const auto copy_of = [](const nn::BoundModel<TwoLinears>& m) { return nn::BoundModel<TwoLinears>(m); };
+  CHECK_THROWS_WITH(copy_of(copy), Catch::Contains("TwoLinears (copy): this model was moved"));
+  CHECK_NOTHROW(moved.require("TwoLinears::forward"));
+
+  nn::BoundModel<TwoLinears> assigned(2);
+  assigned = a;  // a copy of another shape: its own buffer again
+  CHECK(parts_in_root(assigned));
+  CHECK(assigned.first.weight()(0, 0) == 5);
+  CHECK_THROWS_WITH(assigned = copy, Catch::Contains("TwoLinears (copy): this model was moved"));
+  CHECK(assigned.first.weight()(0, 0) == 5);  // a refused copy changes nothing
+  copy = std::move(assigned);  // a moved-from model takes a model again
+  CHECK(!copy.moved_from());
+  CHECK(assigned.moved_from());
+  CHECK(parts_in_root(copy));
+  auto& self = copy;
+  copy = std::move(self);  // a self-move keeps the model
+  CHECK(!copy.moved_from());
+  CHECK(copy.first.weight()(0, 0) == 5);
+  copy = a;  // a self-copy through another name is a copy of a
+  CHECK(parts_in_root(copy));
 }

@@ -9,14 +9,18 @@
 // Registration completes before any binding, so the root never reallocates
 // under a binding. rebind_parameters() repeats (3) only: a model calls it
 // after it was copied (its sub-layers are then unbound copies) or moved.
+// BoundModel holds a whole model's parts and does both, with the model's
+// copy and move rules.
 #ifndef SYNATTN_NN_PARAMETER_BINDING_HPP
 #define SYNATTN_NN_PARAMETER_BINDING_HPP
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../error.hpp"
 #include "../util/parameters.hpp"
+#include "common.hpp"
 
 namespace synattn {
 namespace nn {
@@ -73,6 +77,64 @@ void bind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
   });
   rebind_parameters(root, visit);
 }
+
+// A whole model: its parts bound into one flat buffer, with the copy and move
+// rules the tagger and the parser share. State holds the parts and `root`,
+// the store they are bound into; State::visit_stores(f) lists every part's
+// store in the order of the buffer (bind_parameters' visit), and
+// State::kCopyName names a refused copy. BoundModel is a State (its parts are
+// members as they were), bound at construction. A copy owns its own buffers
+// (values copied, its parts bound to them); a moved model keeps working; a
+// moved-from model holds no layers, and using or copying it is refused by
+// name (require_not_moved_from) instead of undefined behaviour. A self-move
+// keeps the model.
+template <class State>
+class BoundModel : public State {
+ public:
+  template <class Options>
+  explicit BoundModel(const Options& options) : State(options) {
+    bind_parameters(this->root, visitor());
+  }
+  BoundModel(const BoundModel& other) : State((other.require(State::kCopyName), static_cast<const State&>(other))) {
+    rebind();
+  }
+  BoundModel(BoundModel&& other) : State(static_cast<State&&>(other)), moved_from_(other.moved_from_) {
+    rebind();
+    other.moved_from_ = true;
+  }
+  BoundModel& operator=(const BoundModel& other) {
+    if (this != &other) {
+      other.require(State::kCopyName);
+      State::operator=(other);
+      moved_from_ = false;
+      rebind();
+    }
+    return *this;
+  }
+  BoundModel& operator=(BoundModel&& other) {
+    if (this != &other) {
+      State::operator=(static_cast<State&&>(other));
+      moved_from_ = other.moved_from_;
+      rebind();
+      other.moved_from_ = true;
+    }
+    return *this;
+  }
+
+  // Throws unless the model holds its layers; fn names the refused call.
+  void require(const char* fn) const { require_not_moved_from(moved_from_, fn); }
+  bool moved_from() const noexcept { return moved_from_; }
+
+ private:
+  auto visitor() {
+    return [this](auto&& f) { this->visit_stores(f); };
+  }
+  // The parts of a copy are unbound copies, those of a move still point at
+  // the buffers they were bound to: either way they bind to this root.
+  void rebind() { rebind_parameters(this->root, visitor()); }
+
+  bool moved_from_ = false;
+};
 
 }  // namespace nn
 }  // namespace synattn

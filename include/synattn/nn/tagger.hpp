@@ -219,6 +219,16 @@ class SyntaxTransformerTagger {
     ParameterStore<Scalar> root;  // every parameter; the parts' stores are bound to it
     LayerIdentity identity;       // new for a copy or an assignment: caches of the old model are refused
 
+    static constexpr const char* kCopyName = "SyntaxTransformerTagger (copy)";
+
+    // Every part's store, in the order of the flat buffer (BoundModel binds them).
+    template <class F>
+    void visit_stores(F&& f) {
+      f(std::string("embedding."), embedding.parameter_store(), std::string());
+      encoder.visit_stores("", f);
+      f(std::string("classifier."), classifier.parameter_store(), std::string());
+    }
+
     // Each site's resolved probability, named by the option that set it.
     static void check_dropout_sites(const TaggerOptions& o) {
       check_probability("TaggerOptions.dropout", o.dropout);
@@ -234,26 +244,14 @@ class SyntaxTransformerTagger {
 
   double embedding_dropout() const { return TaggerOptions::site(s_.options.embedding_dropout, s_.options.dropout); }
 
-  // Every sub-layer store, in the order of the flat buffer.
-  auto visitor() {
-    return [this](auto&& f) {
-      f(std::string("embedding."), s_.embedding.parameter_store(), std::string());
-      s_.encoder.visit_stores("", f);
-      f(std::string("classifier."), s_.classifier.parameter_store(), std::string());
-    };
-  }
-  void rebind();
-
   // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
   // names compared, a handful of times per backward: negligible).
   Index stage_offset(const std::string& prefix) const;
 
-  // A moved-from model holds no layers: using or copying it is refused
-  // (nn/common.hpp's require_not_moved_from) instead of undefined behaviour.
-  void require_model(const char* fn) const { require_not_moved_from(moved_from_, fn); }
+  // A moved-from model holds no layers: using it is refused by name (BoundModel).
+  void require_model(const char* fn) const { s_.require(fn); }
 
-  State s_;
-  bool moved_from_ = false;
+  BoundModel<State> s_;  // the parts, bound into one buffer, with the copy and move rules
 };
 
 
@@ -262,44 +260,18 @@ class SyntaxTransformerTagger {
 // declared extern below, so a program that uses the tagger does not compile
 // them again.
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {
-  bind_parameters(s_.root, visitor());
-}
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {}
 
+// Copies and moves are BoundModel's (nn/parameter_binding.hpp).
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other)
-    : s_((other.require_model("SyntaxTransformerTagger (copy)"), other.s_)) {
-  rebind();
-}
-
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other) = default;
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other)
-    : s_(std::move(other.s_)), moved_from_(other.moved_from_) {
-  rebind();
-  other.moved_from_ = true;
-}
-
+SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other) = default;
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(const SyntaxTransformerTagger& other) {
-  if (this != &other) {
-    other.require_model("SyntaxTransformerTagger (copy)");
-    s_ = other.s_;
-    moved_from_ = false;
-    rebind();
-  }
-  return *this;
-}
-
+SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(const SyntaxTransformerTagger& other) =
+    default;
 template <class Scalar>
-SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(SyntaxTransformerTagger&& other) {
-  if (this != &other) {  // a self-move keeps the model (it used to empty it)
-    s_ = std::move(other.s_);
-    moved_from_ = other.moved_from_;
-    rebind();
-    other.moved_from_ = true;
-  }
-  return *this;
-}
+SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(SyntaxTransformerTagger&& other) = default;
 
 template <class Scalar>
 const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
@@ -386,11 +358,6 @@ IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVecto
                                                   Cache& workspace) const {
   forward(tokens, lengths, buckets, workspace, nullptr);
   return argmax_predictions<Scalar>(workspace.logits, lengths);
-}
-
-template <class Scalar>
-void SyntaxTransformerTagger<Scalar>::rebind() {
-  rebind_parameters(s_.root, visitor());
 }
 
 template <class Scalar>

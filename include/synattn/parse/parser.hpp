@@ -274,26 +274,26 @@ class BiaffineParser {
     std::vector<nn::Linear<Scalar>> upos;  // empty or one
     ParameterStore<Scalar> root;
     LayerIdentity identity;  // new for a copy or an assignment: caches of the old parser are refused
+
+    static constexpr const char* kCopyName = "BiaffineParser (copy)";
+
+    // Every part's store, in the order of the flat buffer (nn::BoundModel binds them).
+    template <class F>
+    void visit_stores(F&& f) {
+      f(std::string("words."), words.parameter_store(), std::string());
+      if (!chars.empty()) chars.front().visit_stores("chars.", f);
+      f(std::string("projection."), projection.parameter_store(), std::string());
+      encoder.visit_stores("encoder.", f);
+      const char* names[4] = {"arc_dep.", "arc_head.", "label_dep.", "label_head."};
+      for (std::size_t k = 0; k < mlps.size(); ++k) f(std::string(names[k]), mlps[k].parameter_store(), std::string());
+      f(std::string("arc."), arc.parameter_store(), std::string());
+      f(std::string("label."), label.parameter_store(), std::string());
+      if (!upos.empty()) f(std::string("upos."), upos.front().parameter_store(), std::string());
+    }
   };
 
-  // Every sub-layer store, in the order of the flat buffer.
-  auto visitor() {
-    return [this](auto&& f) {
-      f(std::string("words."), s_.words.parameter_store(), std::string());
-      if (!s_.chars.empty()) s_.chars.front().visit_stores("chars.", f);
-      f(std::string("projection."), s_.projection.parameter_store(), std::string());
-      s_.encoder.visit_stores("encoder.", f);
-      const char* names[4] = {"arc_dep.", "arc_head.", "label_dep.", "label_head."};
-      for (std::size_t k = 0; k < s_.mlps.size(); ++k) f(std::string(names[k]), s_.mlps[k].parameter_store(), std::string());
-      f(std::string("arc."), s_.arc.parameter_store(), std::string());
-      f(std::string("label."), s_.label.parameter_store(), std::string());
-      if (!s_.upos.empty()) f(std::string("upos."), s_.upos.front().parameter_store(), std::string());
-    };
-  }
-  void rebind();
-  // A moved-from parser holds no layers: using or copying it is refused
-  // (nn/common.hpp's require_not_moved_from) instead of undefined behaviour.
-  void require_model(const char* fn) const { nn::require_not_moved_from(moved_from_, fn); }
+  // A moved-from parser holds no layers: using it is refused by name (nn::BoundModel).
+  void require_model(const char* fn) const { s_.require(fn); }
 
   void check_batch(const ParserBatch& batch) const;
 
@@ -301,8 +301,7 @@ class BiaffineParser {
   // for_backward false: parsing (LabelBiaffine::infer, less memory).
   void label_forward(Cache& c, bool for_backward = true) const;
 
-  State s_;
-  bool moved_from_ = false;
+  nn::BoundModel<State> s_;  // the parts, bound into one buffer, with the copy and move rules
 };
 
 // Out-of-line members: with SYNATTN_COMPILED (synattn::compiled), the float
@@ -310,49 +309,17 @@ class BiaffineParser {
 // declared extern below, so a program that uses the parser does not compile
 // them again.
 template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(options) {
-  nn::bind_parameters(s_.root, visitor());
-}
+BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(options) {}
 
+// Copies and moves are nn::BoundModel's (nn/parameter_binding.hpp).
 template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other)
-    : s_((other.require_model("BiaffineParser (copy)"), other.s_)) {
-  rebind();
-}
-
+BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other) = default;
 template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other)
-    : s_(std::move(other.s_)), moved_from_(other.moved_from_) {
-  rebind();
-  other.moved_from_ = true;
-}
-
+BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other) = default;
 template <class Scalar>
-void BiaffineParser<Scalar>::rebind() {
-  nn::rebind_parameters(s_.root, visitor());
-}
-
+BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(const BiaffineParser<Scalar>& other) = default;
 template <class Scalar>
-BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(const BiaffineParser<Scalar>& other) {
-  if (this != &other) {
-    other.require_model("BiaffineParser (copy)");
-    s_ = other.s_;
-    moved_from_ = false;
-    rebind();
-  }
-  return *this;
-}
-
-template <class Scalar>
-BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>&& other) {
-  if (this != &other) {
-    s_ = std::move(other.s_);
-    moved_from_ = other.moved_from_;
-    rebind();
-    other.moved_from_ = true;
-  }
-  return *this;
-}
+BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>&& other) = default;
 
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
