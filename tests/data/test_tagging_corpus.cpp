@@ -1,4 +1,6 @@
-// Tagging corpus from CoNLL-U: lower-casing, base relations, trees, errors.
+// Tagging corpus from CoNLL-U: lower-casing, the label column (base DEPREL
+// by default, UPOS, DEPREL as written, a user's function), a user's own
+// sentences, trees, errors.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -45,6 +47,68 @@ TEST_CASE("a small CoNLL-U file becomes tagged sentences", "[tagging_corpus]") {
   CHECK(c[0].tree.size() == 4);
   CHECK(c[0].line == 1);
   CHECK(sentence_lengths(c) == std::vector<int>{4});
+}
+
+namespace {
+const char* const kMini =
+    "# sent_id = s1\n"
+    "1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_\n"
+    "2\tCat\tcat\tNOUN\t_\t_\t3\tnsubj:pass\t_\t_\n"
+    "3\tSAT\tsit\tVERB\t_\t_\t0\troot\t_\t_\n\n";
+}  // namespace
+
+TEST_CASE("TaggingOptions: labels from UPOS or DEPREL as written, forms as written", "[tagging_corpus]") {
+  TaggingOptions upos;
+  upos.labels = LabelColumn::Upos;
+  upos.forms = FormCase::AsWritten;
+  std::istringstream in(kMini);
+  const auto c = read_tagging_corpus(in, "mini.conllu", upos);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].forms == std::vector<std::string>{"The", "Cat", "SAT"});
+  CHECK(c[0].labels == std::vector<std::string>{"DET", "NOUN", "VERB"});
+  CHECK(c[0].heads == std::vector<int>{1, 2, -1});
+
+  TaggingOptions deprel;
+  deprel.labels = LabelColumn::Deprel;
+  std::istringstream again(kMini);
+  CHECK(read_tagging_corpus(again, "mini.conllu", deprel)[0].labels ==
+        std::vector<std::string>{"det", "nsubj:pass", "root"});
+}
+
+TEST_CASE("TaggingOptions::label_of gives a user's own labels", "[tagging_corpus]") {
+  TaggingOptions o;
+  // Which side of its head a word is on (a label no column holds).
+  o.label_of = [](const ConlluSentence& s, const ConlluWord& w) {
+    if (w.head == 0) return s.sent_id + ":ROOT";
+    return std::string(w.id < w.head ? "L" : "R");
+  };
+  std::istringstream in(kMini);
+  CHECK(read_tagging_corpus(in, "mini.conllu", o)[0].labels == std::vector<std::string>{"L", "L", "s1:ROOT"});
+  o.label_of = [](const ConlluSentence&, const ConlluWord& w) { return w.id == 2 ? std::string() : w.upos; };
+  std::istringstream empty(kMini);
+  CHECK_THROWS_WITH(read_tagging_corpus(empty, "mini.conllu", o),
+                    "mini.conllu:1: sentence s1: word 2 ('Cat'): label_of gave an empty label");
+}
+
+TEST_CASE("a missing UPOS is refused naming the column", "[tagging_corpus]") {
+  TaggingOptions upos;
+  upos.labels = LabelColumn::Upos;
+  std::istringstream in("1\tHi\thi\t_\t_\t_\t0\troot\t_\t_\n\n");
+  CHECK_THROWS_WITH(read_tagging_corpus(in, "u.conllu", upos),
+                    Catch::StartsWith("u.conllu:1: sentence #1 (line 1): word 1 ('Hi') has UPOS '_', expected a tag"));
+}
+
+TEST_CASE("tagged_sentence: a user's own sentence, checked", "[tagging_corpus]") {
+  const TaggedSentence t = tagged_sentence("mine-1", {"she", "reads"}, {1, -1}, {"PRON", "VERB"});
+  CHECK(t.size() == 2);
+  CHECK(t.tree.size() == 2);
+  CHECK(t.labels == std::vector<std::string>{"PRON", "VERB"});
+  CHECK_THROWS_WITH(tagged_sentence("mine-2", {"she", "reads"}, {1, -1}, {"PRON"}),
+                    "tagged_sentence: sentence mine-2 has 2 forms, 2 heads and 1 labels; "
+                    "expected one of each per word");
+  CHECK_THROWS_WITH(tagged_sentence("mine-3", {"she", "reads"}, {1, -1}, {"PRON", ""}),
+                    "tagged_sentence: sentence mine-3: word 2 ('reads') has an empty label");
+  CHECK_THROWS_AS(tagged_sentence("mine-4", {"she", "reads"}, {1, 0}, {"PRON", "VERB"}), TreeError);
 }
 
 TEST_CASE("errors name the file, the line and the sentence", "[tagging_corpus]") {
