@@ -6,8 +6,10 @@
 // macro (the default) synattn stays header-only and nothing changes.
 //
 // The library's copies run the code its own flags chose (-march, OpenMP,
-// SYNATTN_PORTABLE_KERNELS): build it with the flags of the program that
-// links it, as CMake does when both are in one build.
+// SYNATTN_PORTABLE_KERNELS): build it for the oldest CPU the program runs
+// on. Library and program must agree on Eigen's allocation alignment, which
+// follows -march unless pinned: the CMake target pins EIGEN_MAX_ALIGN_BYTES=64
+// for both (docs/building.md, compiled mode).
 #ifndef SYNATTN_ATTENTION_COMPILED_HPP
 #define SYNATTN_ATTENTION_COMPILED_HPP
 
