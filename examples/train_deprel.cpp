@@ -60,11 +60,10 @@
 #include <vector>
 
 #include "train_deprel/cli.hpp"
-#include "train_deprel/figures.hpp"
 #include "train_deprel/preflight.hpp"
 #include "train_deprel/progress.hpp"
+#include "train_deprel/report.hpp"
 #include "train_deprel/results.hpp"
-#include "train_deprel/svg_plot.hpp"
 #include "train_deprel/team.hpp"
 
 namespace {
@@ -158,14 +157,13 @@ struct Corpora {
   std::string train_checksum, dev_checksum;
 };
 
-std::string file_stem(const train_deprel::RunResult& r);
-
 // --save-checkpoint FILE: FILE itself for a single run, else FILE's stem
 // plus the run's ("runs/m.safetensors" -> "runs/m-shared-x10-N500-seed1.safetensors").
 std::string checkpoint_path(const std::string& path, const train_deprel::RunResult& r, bool several) {
   if (!several) return path;
   const std::filesystem::path p(path);
-  return (p.parent_path() / (p.stem().string() + "-" + file_stem(r) + p.extension().string())).string();
+  const std::string name = p.stem().string() + "-" + train_deprel::file_stem(r) + p.extension().string();
+  return (p.parent_path() / name).string();
 }
 
 struct RunContext {
@@ -174,194 +172,283 @@ struct RunContext {
   bool several_runs = false;
 };
 
-train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, const RunContext& ctx,
-                                  train_deprel::Progress& progress) {
-  const std::uint64_t data_seed = ctx.config->data_seed;
-  const train_deprel::Team& team = *ctx.team;
-  const auto t0 = Clock::now();
-  const auto& v = run.variant;
-  // The training subset, in its shuffled order, and its vocabulary.
-  const std::vector<std::size_t> subset_index =
-      synattn::select_training_subset(data.train, static_cast<std::size_t>(run.train_size), 60, data_seed);
-  std::vector<synattn::TaggedSentence> subset;
-  subset.reserve(subset_index.size());
-  for (std::size_t i : subset_index) subset.push_back(data.train[i]);
-  if (subset.empty())
-    throw synattn::Error(ctx.config->train_path + ": none of the " + std::to_string(run.train_size) +
-                         " sentences drawn has at most 60 words");
-  const synattn::Vocabulary vocab = synattn::Vocabulary::build(subset, nullptr);
-  const synattn::Bucketing* bucketing = v.bucketing ? &*v.bucketing : nullptr;
-  const synattn::EncodedCorpus train_corpus(subset, vocab, data.labels, bucketing);
-  const synattn::EncodedCorpus dev_corpus(data.dev, vocab, data.labels, bucketing);
-  const std::vector<int> train_lengths = synattn::sentence_lengths(subset);
-  const std::vector<int> dev_lengths = synattn::sentence_lengths(data.dev);
+// The task: each word's base DEPREL ("nmod:poss" -> "nmod") from its
+// ASCII-lower-cased form (the library's defaults too, stated here so the
+// recipe does not move if they do).
+synattn::TaggingOptions deprel_task() {
+  synattn::TaggingOptions o;
+  o.labels = synattn::LabelColumn::BaseDeprel;
+  o.forms = synattn::FormCase::AsciiLower;
+  return o;
+}
 
-  Model model(model_options(v, vocab.size(), data.labels.size(), run.seed));
-  synattn::Adam<float> adam(synattn::AdamOptions{}, synattn::syntax_bias_groups(run.bias_lr_mult));
-  const synattn::RandomStream dropout_root = synattn::RandomStream(static_cast<std::uint64_t>(run.seed)).derive(kModelDropoutSite);
+// The example's data recipe (docs/experiment.md): sentences of at most 60
+// words, drawn with one fixed data seed (cli.hpp's Config::data_seed), so
+// every run of every variant trains on the same subset.
+constexpr int kMaxWords = 60;
+
+// One run's data: the training subset in its drawn order, its vocabulary,
+// and both corpora encoded once for that vocabulary and the variant's
+// bucketing (batching an epoch is then copies only).
+struct RunData {
+  std::vector<std::size_t> subset_index;  // into Corpora::train
+  std::size_t subset_size = 0;
+  synattn::Vocabulary vocab;
+  synattn::EncodedCorpus train, dev;
+  std::vector<int> train_lengths, dev_lengths;
+};
+
+RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, const train_deprel::Config& config) {
+  RunData d;
+  d.subset_index = synattn::select_training_subset(data.train, static_cast<std::size_t>(run.train_size), kMaxWords,
+                                                   config.data_seed);
+  std::vector<synattn::TaggedSentence> subset;
+  subset.reserve(d.subset_index.size());
+  for (std::size_t i : d.subset_index) subset.push_back(data.train[i]);
+  if (subset.empty())
+    throw synattn::Error(config.train_path + ": none of the " + std::to_string(run.train_size) +
+                         " sentences drawn has at most " + std::to_string(kMaxWords) + " words");
+  d.subset_size = subset.size();
+  d.vocab = synattn::Vocabulary::build(subset, nullptr);
+  const synattn::Bucketing* bucketing = run.variant.bucketing ? &*run.variant.bucketing : nullptr;
+  d.train = synattn::EncodedCorpus(subset, d.vocab, data.labels, bucketing);
+  d.dev = synattn::EncodedCorpus(data.dev, d.vocab, data.labels, bucketing);
+  d.train_lengths = synattn::sentence_lengths(subset);
+  d.dev_lengths = synattn::sentence_lengths(data.dev);
+  return d;
+}
+
+// How each step's gradients are made: by this process alone, or summed over
+// the MPI team. The team's handshake happens once, in join_team(), before
+// the first step; a step only reduces.
+class StepGradients {
+ public:
+  // Leaves model.gradients() holding this step's gradients (the team's sum,
+  // normalised by the global batch's tokens); returns the loss (summed over
+  // the team) and sets `tokens` to the global batch's count.
+  double compute(Model& model, const synattn::TokenBatch& batch, Model::Cache& cache,
+                 const synattn::RandomStream& dropout, const train_deprel::Team& team, long long& tokens) {
+    const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
+    const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
+    tokens = static_cast<long long>(batch.tokens);
 #if defined(SYNATTN_EXAMPLE_MPI)
-  // Data parallelism: the ranks must be running the same thing (checked
-  // before anything else is exchanged), then start from rank 0's weights.
-  std::optional<synattn::mpi::DataParallel<float>> dp;
-  if (team.communicator() && team.size() > 1) {
-    synattn::mpi::Fingerprint f;
-    f.add("variant", v.name).add("train_size", run.train_size).add("seed", run.seed);
-    f.add("bias_lr_mult", run.bias_lr_mult).add("epochs", run.schedule.epochs).add("patience", run.schedule.patience);
-    f.add("data_seed", data_seed).add("train_file_sentences", data.train.size()).add("subset", subset.size());
-    f.add("dev_sentences", data.dev.size());
-    // Same counts are not the same data: the files' content, and which
-    // sentences this run trains on in which order (the shard plan).
-    f.add("train_data", data.train_checksum).add("dev_data", data.dev_checksum);
-    synattn::mpi::Checksum plan;
-    for (std::size_t i : subset_index) plan.add(i);
-    f.add_checksum("training_subset", plan);
-    f.add("labels", data.labels.size()).add("vocabulary", vocab.size());
-    f.add_parameters(model.parameter_infos());
-    synattn::mpi::verify_agreement(*team.communicator(), f.text());
-    synattn::mpi::DataParallelOptions dpo;
-    dpo.overlap = ctx.config->overlap;
-    dp.emplace(*team.communicator(), model.parameter_infos(), dpo);
-    dp->broadcast_parameters(model.parameters());
+    if (dp_) {
+      tokens = dp_->global_count(tokens);  // the normaliser: the whole global batch's tokens
+      const auto loss = synattn::mpi::data_parallel_gradient(model, *dp_, ids, batch.lengths, batch.buckets, labels,
+                                                             cache, &dropout, tokens);
+      return team.sum(loss.loss);
+    }
+#endif
+    (void)team;
+    model.zero_grad();
+    return model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout).loss;
   }
+
+  double reduce_wait_seconds() const {
+#if defined(SYNATTN_EXAMPLE_MPI)
+    if (dp_) return dp_->wait_seconds();
+#endif
+    return 0.0;
+  }
+
+#if defined(SYNATTN_EXAMPLE_MPI)
+  std::optional<synattn::mpi::DataParallel<float>> dp_;
+#endif
+};
+
+#if defined(SYNATTN_EXAMPLE_MPI)
+// What the ranks must agree on before training: the run, the data (counts
+// and content, and which sentences are trained in which order: the shard
+// plan) and the model's parameter layout.
+synattn::mpi::Fingerprint run_fingerprint(const train_deprel::RunSpec& run, const Corpora& data, const RunData& d,
+                                          const Model& model, std::uint64_t data_seed) {
+  synattn::mpi::Fingerprint f;
+  f.add("variant", run.variant.name).add("train_size", run.train_size).add("seed", run.seed);
+  f.add("bias_lr_mult", run.bias_lr_mult).add("epochs", run.schedule.epochs).add("patience", run.schedule.patience);
+  f.add("data_seed", data_seed).add("train_file_sentences", data.train.size()).add("subset", d.subset_size);
+  f.add("dev_sentences", data.dev.size());
+  // Same counts are not the same data: the files' content too.
+  f.add("train_data", data.train_checksum).add("dev_data", data.dev_checksum);
+  synattn::mpi::Checksum plan;
+  for (std::size_t i : d.subset_index) plan.add(i);
+  f.add_checksum("training_subset", plan);
+  f.add("labels", data.labels.size()).add("vocabulary", d.vocab.size());
+  f.add_parameters(model.parameter_infos());
+  return f;
+}
 #endif
 
+// The MPI handshake of one run, once, before its first step: the ranks must
+// be running the same thing (checked before anything else is exchanged),
+// then they start from rank 0's weights. Alone (or built without MPI)
+// `gradients` is left as it is: the steps compute their own. (In place: the
+// MPI link holds requests in flight and cannot move.)
+void join_team(const train_deprel::RunSpec& run, const Corpora& data, const RunData& d, Model& model,
+               const train_deprel::Config& config, const train_deprel::Team& team, StepGradients& gradients) {
+#if defined(SYNATTN_EXAMPLE_MPI)
+  if (team.communicator() && team.size() > 1) {
+    synattn::mpi::verify_agreement(*team.communicator(), run_fingerprint(run, data, d, model, config.data_seed).text());
+    synattn::mpi::DataParallelOptions dpo;
+    dpo.overlap = config.overlap;
+    gradients.dp_.emplace(*team.communicator(), model.parameter_infos(), dpo);
+    gradients.dp_->broadcast_parameters(model.parameters());
+  }
+#else
+  (void)run, (void)data, (void)d, (void)model, (void)config, (void)team, (void)gradients;
+#endif
+}
+
+// The result's description of the run (the scores are filled as it trains).
+train_deprel::RunResult describe_run(const train_deprel::RunSpec& run, const RunData& d, const Model& model,
+                                     const train_deprel::Team& team) {
+  const auto& v = run.variant;
   train_deprel::RunResult result;
   result.variant = v.name;
   result.train_size = run.train_size;
-  result.train_sentences = static_cast<int>(subset.size());
+  result.train_sentences = static_cast<int>(d.subset_size);
   result.seed = run.seed;
   result.bias_lr_mult = run.bias_lr_mult;
   result.table_init = train_deprel::table_init_name(v.table_init);
   result.bias_rows = v.per_head ? model.options().heads : 1;
   result.bucket_labels = v.bucket_labels();
   result.processes = team.size();
-
-  char name[96];
-  std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", v.name.c_str(), run.bias_lr_mult, run.train_size, run.seed);
-  train_deprel::ProgressState state;
-  state.run = name;
-  state.epochs = run.schedule.epochs;
-
-  synattn::TokenBatch batch;
-  Model::Cache cache;
-  long step = 0;
-  double step_seconds = 0;
-  long long trained_tokens = 0;
-  int since_best = 0;
-  for (int epoch = 0; epoch < run.schedule.epochs; ++epoch) {
-    const auto batches = synattn::length_batches(train_lengths, static_cast<std::uint64_t>(run.seed),
-                                                 static_cast<std::uint64_t>(epoch));
-    const synattn::WordDropout word_dropout =
-        synattn::WordDropout::for_epoch(static_cast<std::uint64_t>(run.seed), static_cast<std::uint64_t>(epoch));
-    double loss_sum = 0;
-    state.epoch = epoch + 1;
-    state.steps = static_cast<long>(batches.size());
-    for (std::size_t k = 0; k < batches.size(); ++k) {
-      // This process's share of the global batch (all of it when alone).
-      std::vector<std::size_t> mine;
-      if (team.size() > 1) mine = team.share(batches[k]);
-      const std::vector<std::size_t>& indices = team.size() > 1 ? mine : batches[k];
-      if (indices.empty()) {  // fewer sentences than ranks: this one only joins the reduction
-        batch.lengths.clear();
-        batch.ids.resize(0, 0);
-        batch.labels.resize(0, 0);
-        batch.tokens = 0;
-      } else {
-        synattn::make_token_batch(train_corpus, indices, word_dropout, batch);
-      }
-      const auto s0 = Clock::now();
-      const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
-      const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
-      // Masks keyed by global sentence: this process's share starts at
-      // sentence share_begin() of the global batch, so P processes draw the
-      // one-process masks.
-      const synattn::RandomStream dropout =
-          dropout_root.derive(static_cast<std::uint64_t>(step)).sequences_from(team.share_begin(batches[k].size()));
-      double step_loss = 0;
-      long long step_tokens = static_cast<long long>(batch.tokens);
-      bool reduced = false;
-#if defined(SYNATTN_EXAMPLE_MPI)
-      if (dp) {
-        reduced = true;
-        step_tokens = dp->global_count(step_tokens);  // the normaliser: the whole global batch's tokens
-        const auto loss = synattn::mpi::data_parallel_gradient(model, *dp, ids, batch.lengths, batch.buckets, labels,
-                                                               cache, &dropout, step_tokens);
-        step_loss = team.sum(loss.loss);
-      }
-#endif
-      if (!reduced) {
-        model.zero_grad();
-        step_loss = model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout).loss;
-      }
-      adam.set_lr(kLearningRate * synattn::warmup_constant(step + 1, kWarmupSteps));
-      adam.step(model.parameter_store());
-      step_seconds += seconds_since(s0);
-      ++step;
-      trained_tokens += step_tokens;
-      loss_sum += step_loss;
-      state.step = static_cast<long>(k + 1);
-      state.loss = loss_sum / static_cast<double>(k + 1);
-      state.tokens_per_second = static_cast<double>(trained_tokens) / step_seconds;
-      const double done = static_cast<double>(epoch) + static_cast<double>(k + 1) / static_cast<double>(batches.size());
-      state.eta_seconds = train_deprel::eta_seconds(seconds_since(t0), done, run.schedule.epochs);
-      progress.update(state);
-    }
-    const double accuracy = evaluate(model, dev_corpus, dev_lengths, batch, cache, team);
-    result.dev_history.push_back(accuracy);
-    state.dev_accuracy = accuracy;
-    progress.end_epoch(state);
-    if (accuracy > result.best_dev_accuracy || epoch == 0) {
-      result.best_dev_accuracy = accuracy;
-      result.best_epoch = epoch + 1;
-      result.learned_bias = learned_bias(model);
-      since_best = 0;
-    } else if (++since_best >= run.schedule.patience) {
-      break;
-    }
-  }
-  result.epochs_run = static_cast<int>(result.dev_history.size());
-  result.train_seconds = seconds_since(t0);
-  result.train_tokens_per_second = step_seconds > 0 ? static_cast<double>(trained_tokens) / step_seconds : 0.0;
-#if defined(SYNATTN_EXAMPLE_MPI)
-  if (dp) result.reduce_wait_seconds = dp->wait_seconds();
-#endif
-  if (!ctx.config->checkpoint_path.empty() && team.root())
-    synattn::save_checkpoint<float>(checkpoint_path(ctx.config->checkpoint_path, result, ctx.several_runs),
-                                    model.parameter_store(), &adam, step,
-                                    {{"variant", v.name}, {"seed", std::to_string(run.seed)},
-                                     {"epochs_run", std::to_string(result.epochs_run)},
-                                     {"processes", std::to_string(team.size())}});
   return result;
 }
 
-std::string file_stem(const train_deprel::RunResult& r) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s-x%g-N%d-seed%d", r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed);
-  return buf;
-}
-
-void write_outputs(const std::string& dir, const std::vector<train_deprel::RunResult>& results) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir);
-  std::map<int, std::vector<train_deprel::RunResult>> by_size;
-  for (const auto& r : results) {
-    by_size[r.train_size].push_back(r);
-    if (r.learned_bias.empty()) continue;
-    train_deprel::write_text_file(dir + "/bias-" + file_stem(r) + ".svg",
-                                  train_deprel::render_line_chart(train_deprel::learned_bias_chart(r)));
-    if (r.variant == "directed")
-      for (std::size_t l = 0; l < r.learned_bias.size(); ++l)
-        train_deprel::write_text_file(dir + "/directed-" + file_stem(r) + "-layer" + std::to_string(l + 1) + ".svg",
-                                      train_deprel::render_heat_map(train_deprel::directed_heat_map(r, l)));
+// This process's share of a global batch (all of it when alone). With fewer
+// sentences than ranks a share may be empty: the rank then only joins the
+// reduction, with an empty batch.
+void load_share(const std::vector<std::size_t>& global, const synattn::EncodedCorpus& corpus,
+                const synattn::WordDropout& word_dropout, const train_deprel::Team& team, synattn::TokenBatch& batch) {
+  std::vector<std::size_t> mine;
+  if (team.size() > 1) mine = team.share(global);
+  const std::vector<std::size_t>& indices = team.size() > 1 ? mine : global;
+  if (indices.empty()) {
+    batch.lengths.clear();
+    batch.ids.resize(0, 0);
+    batch.labels.resize(0, 0);
+    batch.tokens = 0;
+  } else {
+    synattn::make_token_batch(corpus, indices, word_dropout, batch);
   }
-  for (const auto& [size, runs] : by_size)
-    train_deprel::write_text_file(
-        dir + "/curves-N" + std::to_string(size) + ".svg",
-        train_deprel::render_line_chart(train_deprel::learning_curves_chart(
-            runs, "Dev accuracy per epoch, N = " + std::to_string(size) + " training sentences")));
-  train_deprel::write_text_file(dir + "/results.md", train_deprel::markdown_results_table(results));
 }
 
+// Everything a run's steps change, from the first step to the last.
+struct Trainer {
+  Trainer(const synattn::nn::TaggerOptions& options, double bias_lr_mult, int seed)
+      : model(options),
+        adam(synattn::AdamOptions{}, synattn::syntax_bias_groups(bias_lr_mult)),
+        dropout_root(synattn::RandomStream(static_cast<std::uint64_t>(seed)).derive(kModelDropoutSite)) {}
+
+  Model model;
+  synattn::Adam<float> adam;
+  synattn::RandomStream dropout_root;
+  StepGradients gradients;
+  synattn::TokenBatch batch;
+  Model::Cache cache;
+  long step = 0;
+  double step_seconds = 0;  // in training steps only (not batching, not evaluation)
+  long long trained_tokens = 0;
+};
+
+// One optimiser step on global batch `global`; returns its loss.
+double train_step(Trainer& t, const std::vector<std::size_t>& global, const RunData& d,
+                  const synattn::WordDropout& word_dropout, const train_deprel::Team& team) {
+  load_share(global, d.train, word_dropout, team, t.batch);
+  const auto s0 = Clock::now();
+  // Masks keyed by global sentence: this process's share starts at sentence
+  // share_begin() of the global batch, so P processes draw the one-process masks.
+  const synattn::RandomStream dropout =
+      t.dropout_root.derive(static_cast<std::uint64_t>(t.step)).sequences_from(team.share_begin(global.size()));
+  long long tokens = 0;
+  const double loss = t.gradients.compute(t.model, t.batch, t.cache, dropout, team, tokens);
+  t.adam.set_lr(kLearningRate * synattn::warmup_constant(t.step + 1, kWarmupSteps));
+  t.adam.step(t.model.parameter_store());
+  t.step_seconds += seconds_since(s0);
+  ++t.step;
+  t.trained_tokens += tokens;
+  return loss;
+}
+
+// One pass over the training subset in this epoch's batch order, the
+// progress line updated after every step.
+void train_epoch(Trainer& t, int epoch, const train_deprel::RunSpec& run, const RunData& d,
+                 const train_deprel::Team& team, Clock::time_point t0, train_deprel::ProgressState& state,
+                 train_deprel::Progress& progress) {
+  const auto seed = static_cast<std::uint64_t>(run.seed);
+  const auto batches = synattn::length_batches(d.train_lengths, seed, static_cast<std::uint64_t>(epoch));
+  const synattn::WordDropout word_dropout = synattn::WordDropout::for_epoch(seed, static_cast<std::uint64_t>(epoch));
+  double loss_sum = 0;
+  state.epoch = epoch + 1;
+  state.steps = static_cast<long>(batches.size());
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    loss_sum += train_step(t, batches[k], d, word_dropout, team);
+    state.step = static_cast<long>(k + 1);
+    state.loss = loss_sum / static_cast<double>(k + 1);
+    state.tokens_per_second = static_cast<double>(t.trained_tokens) / t.step_seconds;
+    const double done = static_cast<double>(epoch) + static_cast<double>(k + 1) / static_cast<double>(batches.size());
+    state.eta_seconds = train_deprel::eta_seconds(seconds_since(t0), done, run.schedule.epochs);
+    progress.update(state);
+  }
+}
+
+// Records an epoch's dev accuracy (the learned bias with the best one);
+// true when early stopping ends the run: `patience` epochs without a gain.
+bool record_dev_accuracy(train_deprel::RunResult& result, double accuracy, int epoch, int patience, Model& model,
+                         int& since_best) {
+  result.dev_history.push_back(accuracy);
+  if (accuracy > result.best_dev_accuracy || epoch == 0) {
+    result.best_dev_accuracy = accuracy;
+    result.best_epoch = epoch + 1;
+    result.learned_bias = learned_bias(model);
+    since_best = 0;
+    return false;
+  }
+  return ++since_best >= patience;
+}
+
+// --save-checkpoint: the final parameters with the Adam state and step (rank 0 only).
+void save_run_checkpoint(Trainer& t, const train_deprel::RunResult& result, const RunContext& ctx) {
+  if (ctx.config->checkpoint_path.empty() || !ctx.team->root()) return;
+  synattn::save_checkpoint<float>(checkpoint_path(ctx.config->checkpoint_path, result, ctx.several_runs),
+                                  t.model.parameter_store(), &t.adam, t.step,
+                                  {{"variant", result.variant}, {"seed", std::to_string(result.seed)},
+                                   {"epochs_run", std::to_string(result.epochs_run)},
+                                   {"processes", std::to_string(ctx.team->size())}});
+}
+
+// One run: its data, its model, the team's handshake, then epochs of steps,
+// each scored on dev, until the schedule or early stopping ends it.
+train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, const RunContext& ctx,
+                                  train_deprel::Progress& progress) {
+  const train_deprel::Team& team = *ctx.team;
+  const auto t0 = Clock::now();
+  const RunData d = prepare_run_data(run, data, *ctx.config);
+  Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed), run.bias_lr_mult, run.seed);
+  join_team(run, data, d, t.model, *ctx.config, team, t.gradients);
+  train_deprel::RunResult result = describe_run(run, d, t.model, team);
+
+  char name[96];
+  std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", run.variant.name.c_str(), run.bias_lr_mult, run.train_size,
+                run.seed);
+  train_deprel::ProgressState state;
+  state.run = name;
+  state.epochs = run.schedule.epochs;
+  int since_best = 0;
+  for (int epoch = 0; epoch < run.schedule.epochs; ++epoch) {
+    train_epoch(t, epoch, run, d, team, t0, state, progress);
+    const double accuracy = evaluate(t.model, d.dev, d.dev_lengths, t.batch, t.cache, team);
+    state.dev_accuracy = accuracy;
+    progress.end_epoch(state);
+    if (record_dev_accuracy(result, accuracy, epoch, run.schedule.patience, t.model, since_best)) break;
+  }
+  result.epochs_run = static_cast<int>(result.dev_history.size());
+  result.train_seconds = seconds_since(t0);
+  result.train_tokens_per_second = t.step_seconds > 0 ? static_cast<double>(t.trained_tokens) / t.step_seconds : 0.0;
+  result.reduce_wait_seconds = t.gradients.reduce_wait_seconds();
+  save_run_checkpoint(t, result, ctx);
+  return result;
+}
 
 // Trains every run of the command line; only the team's rank 0 prints and writes.
 int run(const train_deprel::Config& config, const train_deprel::Team& team) {
@@ -371,16 +458,14 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   // first model (only rank 0 writes).
   if (team.root()) train_deprel::check_output_paths(config);
   if (!config.report_path.empty()) {
-    const std::vector<train_deprel::RunResult> results = train_deprel::read_json_lines(config.report_path);
-    std::cout << train_deprel::markdown_results_table(results);
-    if (!config.out_dir.empty()) write_outputs(config.out_dir, results);
+    train_deprel::report_json_lines(config.report_path, config.out_dir, std::cout);
     return 0;
   }
   log << synattn::build_info() << "\n";
   if (team.size() > 1) log << "data-parallel on " << team.size() << " processes (MPI)\n";
   Corpora data;
-  data.train = synattn::load_tagging_corpus(config.train_path);
-  data.dev = synattn::load_tagging_corpus(config.dev_path);
+  data.train = synattn::load_tagging_corpus(config.train_path, deprel_task());
+  data.dev = synattn::load_tagging_corpus(config.dev_path, deprel_task());
   train_deprel::check_corpora(config, data.train, data.dev);
   data.labels = synattn::LabelSet::build(data.train);
   if (team.size() > 1) {
@@ -399,7 +484,8 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
     results.push_back(train_one(spec, data, ctx, progress));
     const auto& r = results.back();
     char line[320];
-    std::snprintf(line, sizeof line, "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
+    std::snprintf(line, sizeof line,
+                  "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
                   r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed, r.best_dev_accuracy, r.best_epoch,
                   r.epochs_run, r.train_seconds, r.train_tokens_per_second);
     std::string text = line;
@@ -411,10 +497,7 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
     progress.note(text);
     if (team.root() && !config.json_path.empty()) train_deprel::append_json_line(config.json_path, r);
   }
-  if (team.root()) {
-    std::cout << train_deprel::markdown_results_table(results);
-    if (!config.out_dir.empty()) write_outputs(config.out_dir, results);
-  }
+  if (team.root()) train_deprel::report_results(results, config.out_dir, std::cout);
   return 0;
 }
 

@@ -164,7 +164,9 @@ inline std::string render_line_chart(const LineChart& chart) {
 
   std::string out = header(width, chart.height, chart.title);
   out += "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
-  for (double y : yt) out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) + "\" y2=\"" + num(py(y)) + "\"/>\n";
+  for (double y : yt)
+    out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) + "\" y2=\"" + num(py(y)) +
+           "\"/>\n";
   out += "</g>\n<g stroke=\"black\" stroke-width=\"1\">\n<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) +
          "\" y1=\"" + num(top + ph) + "\" y2=\"" + num(top + ph) + "\"/>\n<line x1=\"" + num(left) + "\" x2=\"" +
          num(left) + "\" y1=\"" + num(top) + "\" y2=\"" + num(top + ph) + "\"/>\n</g>\n";
@@ -198,7 +200,8 @@ inline std::string render_line_chart(const LineChart& chart) {
         continue;
       }
       points += (points.empty() ? "" : " ") + num(px(se.x[i])) + "," + num(py(se.y[i]));
-      out += "<circle cx=\"" + num(px(se.x[i])) + "\" cy=\"" + num(py(se.y[i])) + "\" r=\"3\" fill=\"" + colour + "\"/>\n";
+      out += "<circle cx=\"" + num(px(se.x[i])) + "\" cy=\"" + num(py(se.y[i])) + "\" r=\"3\" fill=\"" + colour +
+             "\"/>\n";
     }
     flush();
     out += "</g>\n";

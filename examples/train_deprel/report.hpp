@@ -1,0 +1,69 @@
+// train_deprel — what a grid of runs leaves behind: the Markdown table on
+// standard output and, with --out DIR, the figures and results.md. The same
+// code serves a finished training grid and --report, which redraws both
+// from JSON lines without training.
+//
+// Files in DIR, named by run (file_stem: "shared-x10-N500-seed1"):
+//   bias-STEM.svg                s * T per bucket, one series per layer
+//   directed-STEM-layerL.svg     the directed variant's up x down grid
+//   curves-NSIZE.svg             dev accuracy per epoch, every run of that N
+//   results.md                   the table
+#ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_REPORT_HPP
+#define SYNATTN_EXAMPLES_TRAIN_DEPREL_REPORT_HPP
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "figures.hpp"
+#include "results.hpp"
+#include "svg_plot.hpp"
+
+namespace train_deprel {
+
+// "shared-x10-N500-seed1": a run's part of a file name.
+inline std::string file_stem(const RunResult& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s-x%g-N%d-seed%d", r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed);
+  return buf;
+}
+
+// The figures and results.md of `results` in `dir` (created if absent).
+inline void write_outputs(const std::string& dir, const std::vector<RunResult>& results) {
+  std::filesystem::create_directories(dir);
+  std::map<int, std::vector<RunResult>> by_size;
+  for (const auto& r : results) {
+    by_size[r.train_size].push_back(r);
+    if (r.learned_bias.empty()) continue;
+    write_text_file(dir + "/bias-" + file_stem(r) + ".svg", render_line_chart(learned_bias_chart(r)));
+    if (r.variant == "directed")
+      for (std::size_t l = 0; l < r.learned_bias.size(); ++l)
+        write_text_file(dir + "/directed-" + file_stem(r) + "-layer" + std::to_string(l + 1) + ".svg",
+                        render_heat_map(directed_heat_map(r, l)));
+  }
+  for (const auto& [size, runs] : by_size)
+    write_text_file(dir + "/curves-N" + std::to_string(size) + ".svg",
+                    render_line_chart(learning_curves_chart(
+                        runs, "Dev accuracy per epoch, N = " + std::to_string(size) + " training sentences")));
+  write_text_file(dir + "/results.md", markdown_results_table(results));
+}
+
+// The table of `results` on `out`, and the files of write_outputs when
+// `out_dir` is not empty.
+inline void report_results(const std::vector<RunResult>& results, const std::string& out_dir, std::ostream& out) {
+  out << markdown_results_table(results);
+  if (!out_dir.empty()) write_outputs(out_dir, results);
+}
+
+// --report FILE: the same from the JSON lines of earlier runs (errors name
+// the file and line, read_json_lines's).
+inline void report_json_lines(const std::string& json_path, const std::string& out_dir, std::ostream& out) {
+  report_results(read_json_lines(json_path), out_dir, out);
+}
+
+}  // namespace train_deprel
+
+#endif  // SYNATTN_EXAMPLES_TRAIN_DEPREL_REPORT_HPP
