@@ -49,12 +49,32 @@
 #include "nn/parameter_binding.hpp"
 #include "nn/tagger.hpp"
 
-// Training machinery. Not here: io/safetensors.hpp and train/checkpoint.hpp,
-// which need nlohmann-json (link synattn::checkpoint and include them).
+// Training machinery.
 #include "train/parameter_groups.hpp"
 #include "train/optimizer.hpp"
 #include "train/schedules.hpp"
 #include "train/clipping.hpp"
 #include "train/progressive.hpp"
+
+// Safetensors files and checkpoints (save_checkpoint, save_weights, ...)
+// parse JSON with nlohmann-json: they are here when its header is on the
+// include path, as linking synattn::checkpoint puts it. Without it their
+// names are declared deleted, so that a call fails to compile pointing here
+// rather than at an undeclared name.
+#if __has_include(<nlohmann/json.hpp>)
+#include "io/safetensors.hpp"
+#include "train/checkpoint.hpp"
+#else
+namespace synattn {
+// Needs nlohmann-json: link synattn::checkpoint (or add nlohmann-json's include path; Debian: nlohmann-json3-dev).
+template <class... Args> void save_checkpoint(Args&&...) = delete;
+template <class... Args> void load_checkpoint(Args&&...) = delete;
+template <class... Args> void save_weights(Args&&...) = delete;
+template <class... Args> void load_weights(Args&&...) = delete;
+template <class... Args> void save_weights_half(Args&&...) = delete;
+template <class... Args> void save_safetensors(Args&&...) = delete;
+template <class... Args> void load_safetensors(Args&&...) = delete;
+}  // namespace synattn
+#endif
 
 #endif  // SYNATTN_SYNATTN_HPP

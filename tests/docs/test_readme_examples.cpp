@@ -234,6 +234,28 @@ save_checkpoint(path, layer.parameter_infos(), layer.parameters(), &opt, steps);
   CHECK(std::filesystem::exists(path));
 }
 
+TEST_CASE("guide: a model's weights to a file and back", "[readme]") {
+  using namespace synattn;
+  const synattn_test::TempDir tmp("synattn_docs");
+  const std::string path = tmp.file("tagger.safetensors");
+  nn::TaggerOptions options;
+  options.vocab_size = 10;
+  options.num_classes = 3;
+  options.d_model = 8;
+  options.heads = 2;
+  options.d_ff = 8;
+  const nn::SyntaxTransformerTagger<float> tagger(options);
+
+// snippet: docs/guide.md
+save_weights(path, tagger, {{"layers", std::to_string(tagger.options().layers)}});
+nn::SyntaxTransformerTagger<float> restored(tagger.options());
+const CheckpointInfo info = load_weights(path, restored);   // info.metadata.at("layers")
+// end snippet
+
+  CHECK(restored.parameters() == tagger.parameters());
+  CHECK(info.metadata.at("layers") == "2");
+}
+
 TEST_CASE("parser.md: trees for a user's own sentences", "[readme]") {
   const InSourceDir in_source_dir;
 // snippet: docs/parser.md

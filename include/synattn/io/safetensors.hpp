@@ -2,8 +2,9 @@
 //
 // Needs nlohmann-json (Debian nlohmann-json3-dev): link the CMake target
 // synattn::checkpoint (synattn + nlohmann_json::nlohmann_json), which exists
-// when synattn was configured with SYNATTN_CHECKPOINT=ON (the default). The
-// core synattn::synattn target and the umbrella header do not include it.
+// when synattn was configured with SYNATTN_CHECKPOINT=AUTO (the default) and
+// nlohmann-json was found. The umbrella header includes it only when
+// nlohmann-json's header is on the include path.
 //
 // Format (https://huggingface.co/docs/safetensors, the reference crate's
 // tensor.rs): an 8-byte little-endian unsigned header length N; N bytes of
@@ -30,6 +31,10 @@
 #ifndef SYNATTN_IO_SAFETENSORS_HPP
 #define SYNATTN_IO_SAFETENSORS_HPP
 
+#if !__has_include(<nlohmann/json.hpp>)
+// (Linking synattn::checkpoint in CMake puts it there; Debian: nlohmann-json3-dev.)
+#error "synattn's safetensors and checkpoint headers need nlohmann-json: link synattn::checkpoint"
+#endif
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -191,6 +191,7 @@ class SyntaxTransformerTagger {
   Eigen::Map<Matrix> gradient(const std::string& name) { return s_.root.gradient(s_.root.id(name)); }
   void set_parameter(const std::string& name, const Eigen::Ref<const Matrix>& value) { s_.root.set(name, value); }
   ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
   void zero_grad() { s_.root.zero_grad(); }
 
   // ---- Parts ----

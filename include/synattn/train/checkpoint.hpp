@@ -409,6 +409,39 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterStore<Scalar>& 
   return load_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, options);
 }
 
+namespace checkpoint_detail {
+template <class Scalar>
+void save_store_weights(const std::string& path, const ParameterStore<Scalar>& store,
+                        const std::map<std::string, std::string>& extra, const CheckpointSaveOptions& options) {
+  save_checkpoint<Scalar>(path, store, nullptr, 0, extra, options);
+}
+template <class Scalar>
+CheckpointInfo load_store_weights(const std::string& path, ParameterStore<Scalar>& store,
+                                  const CheckpointLoadOptions& options) {
+  return load_checkpoint<Scalar>(path, store, nullptr, options);
+}
+}  // namespace checkpoint_detail
+
+// A whole layer's or model's weights, for anything that owns its parameters
+// in one store (parameter_store()): SyntaxBiasedAttention, the nn:: layers,
+// nn::SyntaxTransformerTagger, parse::BiaffineParser. save_weights writes a
+// checkpoint of the parameters alone (no optimiser state, step 0)
+// atomically; load_weights reads it into a model built with the same options,
+// refusing (with the model unchanged) a file whose tensors' names, shapes or
+// dtype differ, as load_checkpoint does. What the model was built from (its
+// options, a vocabulary) is the caller's to keep; `extra` metadata is the
+// place for it, and load_weights returns it in CheckpointInfo::metadata.
+template <class Model>
+void save_weights(const std::string& path, const Model& model, const std::map<std::string, std::string>& extra = {},
+                  const CheckpointSaveOptions& options = {}) {
+  checkpoint_detail::save_store_weights(path, model.parameter_store(), extra, options);
+}
+
+template <class Model>
+CheckpointInfo load_weights(const std::string& path, Model& model, const CheckpointLoadOptions& options = {}) {
+  return checkpoint_detail::load_store_weights(path, model.parameter_store(), options);
+}
+
 }  // namespace synattn
 
 #endif  // SYNATTN_TRAIN_CHECKPOINT_HPP
