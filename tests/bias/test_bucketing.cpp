@@ -188,10 +188,10 @@ TEST_CASE("padding stays padding, special goes to the extra bucket only when ena
 
   const std::string disabled = "distance -2 (special token) but the special bucket is not enabled in " + without.describe();
   if (kind == BucketKind::Directed) {
-    CHECK_THROWS_WITH(without.bucket(-2, -2), disabled);
+    CHECK_THROWS_WITH(without.bucket(-2, -2), "Bucketing::bucket: " + disabled);
     CHECK_THROWS_WITH((bucketize_directed<std::int8_t, std::int8_t>(without, dist, dist, out)), Catch::Contains(disabled));
   } else {
-    CHECK_THROWS_WITH(without.bucket(-2), disabled);
+    CHECK_THROWS_WITH(without.bucket(-2), "Bucketing::bucket: " + disabled);
     CHECK_THROWS_WITH((bucketize<std::int8_t, std::int8_t>(without, dist, out)), Catch::Contains(disabled));
   }
 }
@@ -205,10 +205,11 @@ TEST_CASE("describe() names the kind and parameters", "[bucketing]") {
 
 TEST_CASE("invalid distances are errors that say what is allowed", "[bucketing][errors]") {
   const Bucketing b = Bucketing::linear(5, true);
-  CHECK_THROWS_WITH(b.bucket(-3), "distance -3 is invalid: expected >= 0, -1 (padding) or -2 (special)");
+  CHECK_THROWS_WITH(b.bucket(-3), "Bucketing::bucket: distance -3 is invalid: expected >= 0, -1 (padding) or -2 (special)");
   RowMajorMatrix<std::int16_t> dist(1, 2), out(1, 2);
   dist << 2, -7;
-  CHECK_THROWS_WITH((bucketize<std::int16_t, std::int16_t>(b, dist, out)), Catch::Contains("distance -7 is invalid"));
+  CHECK_THROWS_WITH((bucketize<std::int16_t, std::int16_t>(b, dist, out)),
+                    Catch::StartsWith("bucketize: distance -7 is invalid"));
 
   RowMajorMatrix<std::int8_t> up(2, 2), down(2, 2), dout(2, 2);
   up << 0, -1, 1, 2;

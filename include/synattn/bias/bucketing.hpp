@@ -74,7 +74,7 @@ class Bucketing {
   // d = -2 -> the special bucket (or an Error if it is disabled).
   int bucket(int d) const {
     if (kind_ == BucketKind::Directed)
-      throw Error("bucket(d): a directed bucketing needs bucket(up, down)");
+      throw Error("Bucketing::bucket: a directed bucketing needs bucket(up, down)");
     if (d >= 0) return bucket_nonnegative(d);
     return negative_bucket(d);
   }
@@ -82,10 +82,10 @@ class Bucketing {
   // equal: (-1, -1) padding, (-2, -2) special.
   int bucket(int up, int down) const {
     if (kind_ != BucketKind::Directed)
-      throw Error(std::string("bucket(up, down) needs a directed bucketing, this one is ") + describe());
+      throw Error(std::string("Bucketing::bucket: bucket(up, down) needs a directed bucketing, this one is ") + describe());
     if (up >= 0 && down >= 0) return directed_bucket(up, down);
     if (up != down)
-      throw Error("directed pair (" + std::to_string(up) + ", " + std::to_string(down) +
+      throw Error("Bucketing::bucket: directed pair (" + std::to_string(up) + ", " + std::to_string(down) +
                   ") is invalid: a padding or special pair has up == down (-1 or -2)");
     return negative_bucket(up);
   }
@@ -144,11 +144,11 @@ class Bucketing {
     if (d == kPaddingDistance) return kPaddingBucket;
     if (d == kSpecialDistance) {
       if (!special_)
-        throw Error("distance -2 (special token) but the special bucket is not enabled in " +
+        throw Error("Bucketing::bucket: distance -2 (special token) but the special bucket is not enabled in " +
                     describe());
       return buckets_;
     }
-    throw Error("distance " + std::to_string(d) + " is invalid: expected >= 0, -1 (padding) or -2 (special)");
+    throw Error("Bucketing::bucket: distance " + std::to_string(d) + " is invalid: expected >= 0, -1 (padding) or -2 (special)");
   }
 
   // The log formula is evaluated once per distance up to the saturation point
@@ -188,10 +188,14 @@ void check_block_shapes(const char* fn, const char* name, Eigen::Index rows, Eig
   static_assert(std::is_integral<B>::value && std::is_signed<B>::value, "buckets are signed integers");
 }
 
-// Rethrows a per-value error with the cell it came from.
+// Rethrows a per-value error of Bucketing::bucket with the cell it came
+// from, under the caller's name instead of bucket()'s.
 [[noreturn]] inline void throw_at_cell(const char* fn, const Error& e, Eigen::Index r, Eigen::Index c) {
-  throw Error(std::string(fn) + ": " + e.what() + " (at row " + std::to_string(r) + ", column " +
-              std::to_string(c) + ")");
+  static const std::string inner = "Bucketing::bucket: ";
+  std::string reason = e.what();
+  if (reason.compare(0, inner.size(), inner) == 0) reason.erase(0, inner.size());
+  throw Error(std::string(fn) + ": " + reason + " (at row " + std::to_string(r) + ", column " + std::to_string(c) +
+              ")");
 }
 }  // namespace detail
 

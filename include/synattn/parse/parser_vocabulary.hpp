@@ -200,7 +200,7 @@ class ParserVocabulary {
     }
     if (v.words_.size() < static_cast<std::size_t>(kReservedWords) || v.words_.size() != v.word_counts_.size() ||
         v.labels_.empty())
-      throw Error("parser vocabulary: expected at least 3 words with one count each and at least one label, got " +
+      throw Error("ParserVocabulary: expected at least 3 words with one count each and at least one label, got " +
                   std::to_string(v.words_.size()) + " words, " + std::to_string(v.word_counts_.size()) + " counts, " +
                   std::to_string(v.labels_.size()) + " labels");
     v.index();
@@ -220,16 +220,16 @@ class ParserVocabulary {
     label_index_.clear();
     for (std::size_t i = kReservedWords; i < words_.size(); ++i)
       if (!word_index_.emplace(words_[i], static_cast<std::int32_t>(i)).second)
-        throw Error("parser vocabulary: word '" + words_[i] + "' appears twice");
+        throw Error("ParserVocabulary: word '" + words_[i] + "' appears twice");
     for (std::size_t i = 0; i < chars_.size(); ++i)
       if (!char_index_.emplace(chars_[i], static_cast<std::int32_t>(i) + kReservedChars).second)
-        throw Error("parser vocabulary: character U+" + std::to_string(chars_[i]) + " appears twice");
+        throw Error("ParserVocabulary: character U+" + std::to_string(chars_[i]) + " appears twice");
     for (std::size_t i = 0; i < upos_.size(); ++i)
       if (!upos_index_.emplace(upos_[i], static_cast<std::int32_t>(i)).second)
-        throw Error("parser vocabulary: UPOS '" + upos_[i] + "' appears twice");
+        throw Error("ParserVocabulary: UPOS '" + upos_[i] + "' appears twice");
     for (std::size_t i = 0; i < labels_.size(); ++i)
       if (!label_index_.emplace(labels_[i], static_cast<std::int32_t>(i)).second)
-        throw Error("parser vocabulary: relation '" + labels_[i] + "' appears twice");
+        throw Error("ParserVocabulary: relation '" + labels_[i] + "' appears twice");
   }
 
   std::vector<std::string> words_;

@@ -145,7 +145,7 @@ class ParameterStore {
     if (i < 0) {
       std::string known;
       for (const auto& p : infos_) known += (known.empty() ? "" : ", ") + p.name;
-      throw Error("no parameter named '" + name + "' (this layer has: " + known + ")");
+      throw Error("ParameterStore::id: no parameter named '" + name + "' (this layer has: " + known + ")");
     }
     return i;
   }
