@@ -57,14 +57,16 @@
 #include "train/progressive.hpp"
 
 // Safetensors files and checkpoints (save_checkpoint, save_weights, ...)
-// parse JSON with nlohmann-json: they are here when its header is on the
-// include path, as linking synattn::checkpoint puts it. Without it their
-// names are declared deleted, so that a call fails to compile pointing here
-// rather than at an undeclared name.
-#if __has_include(<nlohmann/json.hpp>)
+// parse JSON with nlohmann-json, whose header costs every file that includes
+// it a few seconds: they are here for programs that link synattn::checkpoint
+// (it defines SYNATTN_WITH_CHECKPOINT). Without nlohmann-json on the include
+// path their names are declared deleted, so that a call fails pointing here
+// rather than at an undeclared name. Otherwise include
+// <synattn/train/checkpoint.hpp> yourself.
+#if defined(SYNATTN_WITH_CHECKPOINT)
 #include "io/safetensors.hpp"
 #include "train/checkpoint.hpp"
-#else
+#elif !__has_include(<nlohmann/json.hpp>)
 namespace synattn {
 // Needs nlohmann-json: link synattn::checkpoint (or add nlohmann-json's include path; Debian: nlohmann-json3-dev).
 template <class... Args> void save_checkpoint(Args&&...) = delete;

@@ -5,8 +5,8 @@
 
 #include "support/temp_dir.hpp"
 
-// The umbrella alone: with nlohmann-json on the include path (synattn::checkpoint
-// linked) it brings the checkpoint functions.
+// The umbrella alone: linking synattn::checkpoint (SYNATTN_WITH_CHECKPOINT)
+// makes it bring the checkpoint functions.
 #include <synattn/synattn.hpp>
 
 #include <map>

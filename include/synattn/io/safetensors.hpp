@@ -3,8 +3,8 @@
 // Needs nlohmann-json (Debian nlohmann-json3-dev): link the CMake target
 // synattn::checkpoint (synattn + nlohmann_json::nlohmann_json), which exists
 // when synattn was configured with SYNATTN_CHECKPOINT=AUTO (the default) and
-// nlohmann-json was found. The umbrella header includes it only when
-// nlohmann-json's header is on the include path.
+// nlohmann-json was found. The umbrella header includes it for programs that
+// link synattn::checkpoint (SYNATTN_WITH_CHECKPOINT).
 //
 // Format (https://huggingface.co/docs/safetensors, the reference crate's
 // tensor.rs): an 8-byte little-endian unsigned header length N; N bytes of
