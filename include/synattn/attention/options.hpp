@@ -44,9 +44,9 @@ struct AttentionOptions {
   bool talking_heads_post = false;
 
   // Dropout on the attention probabilities before they multiply V (PyTorch's
-  // nn.MultiheadAttention `dropout`), in [0, 1). Applied only by the forward
-  // overloads that take a RandomStream (training); the others, infer() and
-  // infer_cross() never drop. Kept weights are scaled by 1 / (1 - dropout);
+  // nn.MultiheadAttention `dropout`), in [0, 1). Applied only by a forward()
+  // given a dropout RandomStream (training); forward() without one and
+  // infer() never drop. Kept weights are scaled by 1 / (1 - dropout);
   // with post-mixing talking heads the mixed probabilities are dropped.
   double dropout = 0.0;
 

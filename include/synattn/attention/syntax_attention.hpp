@@ -11,19 +11,18 @@
 // bucket, -1 masking the pair. Parameters follow PyTorch's nn.Linear layout
 // (y = x W^T + b), so weights exported from PyTorch load unchanged.
 //
-// Attention dropout (options.dropout = p > 0): the forward overloads taking a
-// RandomStream as their last argument drop each probability of the softmax
-// (after post-mixing with talking heads, like PyTorch drops its final
-// attention weights) with probability p and scale the kept ones by 1/(1 - p):
-// ctx = P' V with P' = P * M / (1 - p). Element (b, head, i, j) (i < l_q,
-// j < l_kv: sequence b's own lengths) is kept iff
+// Attention dropout (options.dropout = p > 0): forward() given a dropout
+// RandomStream drops each probability of the softmax (after post-mixing with
+// talking heads, like PyTorch drops its final attention weights) with
+// probability p and scales the kept ones by 1/(1 - p): ctx = P' V with
+// P' = P * M / (1 - p). Element (b, head, i, j) (i < l_q, j < l_kv: sequence
+// b's own lengths) is kept iff
 // stream.sequence(b).keep((head * l_q + i) * l_kv + j, drop_threshold(p)),
 // independent of the padded n_q, n_kv; a stream set with sequences_from(first)
 // draws global sequence first + b's mask (see util/random.hpp).
 // The mask is never stored: backward() draws it again from the stream kept in
-// the cache, so it does not depend on threads or scheduling. The overloads
-// without a stream, infer() and infer_cross() are eval mode (no dropout); so
-// is p = 0, bit for bit.
+// the cache, so it does not depend on threads or scheduling. forward() without
+// a stream and infer() are eval mode (no dropout); so is p = 0, bit for bit.
 //
 // forward() is const and writes everything backward() needs into a caller's
 // AttentionCache, so one layer can serve concurrent batches. backward() adds
@@ -65,6 +64,7 @@
 #include "../util/simd_notice.hpp"
 #include "attention_cache.hpp"
 #include "blocks.hpp"
+#include "inputs.hpp"
 #include "options.hpp"
 
 namespace synattn {
@@ -98,81 +98,42 @@ class SyntaxBiasedAttention {
   // What a cache filled by this layer records (see AttentionFingerprint).
   AttentionFingerprint fingerprint(AttentionKind kind) const noexcept;
 
-  // ---- Self-attention --------------------------------------------------
+  using SelfInput = SelfAttentionInput<Scalar>;
+  using CrossInput = CrossAttentionInput<Scalar>;
+  using InputGradients = AttentionInputGradients<Scalar>;
 
-  // x: (batch * n, d_model), batch = lengths.size(), n = x.rows() / batch;
-  // lengths[b] in [0, n]; buckets: (batch * n, n) with values in
-  // [-1, num_buckets()) (ignored, and may be empty, without a syntax bias).
-  // Writes out: (batch * n, d_model). Throws synattn::Error on bad input.
-  void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-               const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out) const;
-  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
-  // Without a bucket block (a layer built with syntax_bias = false).
-  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache) const;
-  // Training forward with attention dropout drawn from `dropout_stream` (see
-  // the file comment); the stream is ignored when options().dropout == 0.
-  void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-               const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
-               const RandomStream& dropout_stream) const;
-  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, const RandomStream& dropout_stream) const;
-  Matrix forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache,
-                 const RandomStream& dropout_stream) const;
+  // ---- The three verbs (inputs.hpp: what the structs hold) -----------------
+  //
+  // forward: a training pass. Writes out (batch * n_q, d_model) and keeps in
+  // `cache` what backward() needs. With `dropout` (and options().dropout > 0)
+  // the probabilities are dropped as the file comment says; without, or with
+  // p = 0, it is eval mode, bit for bit. Throws synattn::Error on bad input,
+  // naming the argument, before it writes anything.
+  void forward(const SelfInput& input, Cache& cache, Eigen::Ref<Matrix> out,
+               const RandomStream* dropout = nullptr) const;
+  // Cross-attention: queries from input.x_q, keys and values from
+  // input.memory. Causal masking is not defined for it and throws.
+  void forward(const CrossInput& input, Cache& cache, Eigen::Ref<Matrix> out,
+               const RandomStream* dropout = nullptr) const;
 
-  // Inference: the same output as forward(), without keeping anything for a
-  // backward pass (no probabilities stored, no copies of x or buckets), so it
+  // infer: the same output as forward() without dropout, keeping nothing for
+  // a backward pass (no probabilities stored, no copies of the inputs), so it
   // is faster and needs less memory. `workspace` only lends its buffers (one
   // per concurrent call); backward() on it throws.
-  void infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-             const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace, Eigen::Ref<Matrix> out) const;
-  Matrix infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-               const Eigen::Ref<const BucketBlock>& buckets) const;
+  void infer(const SelfInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const;
+  void infer(const CrossInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const;
 
-  // dout: (batch * n, d_model) = dL/dout. Adds every parameter gradient into
-  // gradients() and writes dL/dx into dx (batch * n, d_model). Padding query
-  // rows get dx = 0; dbo sums dout over all rows (out = bo on padding rows).
-  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx);
-  Matrix backward(Cache& cache, const Eigen::Ref<const Matrix>& dout);
+  // backward: dout = dL/dout (batch * n_q, d_model). Overwrites the input
+  // gradients (dmemory only for a cross-attention cache; padding query rows
+  // get zeros) and adds every parameter gradient into gradients(); dbo sums
+  // dout over all rows (out = bo on padding rows). A cache serves one
+  // backward(), filled by this layer (see the file comment).
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, const InputGradients& dinput);
   // The same, adding the parameter gradients into `gradients` (laid out like
-  // gradients(), size parameter_count()) instead: concurrent backward passes
-  // of one layer, each with its own gradient vector.
-  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx,
+  // gradients(), size parameter_count()) instead of the layer's own: const,
+  // for concurrent backward passes of one layer, each with its own vector.
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, const InputGradients& dinput,
                 Eigen::Ref<Vector> gradients) const;
-
-  // ---- Cross-attention (queries from x_q, keys and values from memory) ----
-
-  // x_q: (batch * n_q, d_model); memory: (batch * n_kv, memory_size);
-  // lengths_q / lengths_kv: one entry per sequence; buckets: (batch * n_q,
-  // n_kv) when the layer has a syntax bias, else ignored. Causal masking is
-  // not defined for cross-attention and throws.
-  void forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out) const;
-  Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                       const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const;
-  // With attention dropout drawn from `dropout_stream` (see forward()).
-  void forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                     const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
-                     const RandomStream& dropout_stream) const;
-  Matrix forward_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                       const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                       const RandomStream& dropout_stream) const;
-  // Inference for cross-attention (see infer()).
-  void infer_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                   const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace, Eigen::Ref<Matrix> out) const;
-  Matrix infer_cross(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                     const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                     const Eigen::Ref<const BucketBlock>& buckets) const;
-  // Writes dL/dx_q and dL/dmemory; adds the parameter gradients.
-  void backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
-                      Eigen::Ref<Matrix> dmemory);
-  void backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
-                      Eigen::Ref<Matrix> dmemory, Eigen::Ref<Vector> gradients) const;
 
   // ---- Parameters ----------------------------------------------------------
   //
@@ -245,27 +206,16 @@ class SyntaxBiasedAttention {
     return id;
   }
 
-  // Validation (implementation file; the checks: validation.hpp).
-  void check_backward(const char* fn, const Cache& cache, AttentionKind kind, const Eigen::Ref<const Matrix>& dout,
-                      Index gradient_size) const;
-  Index check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                          const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols) const;
-  void check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                          const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                          const Eigen::Ref<const BucketBlock>& buckets, Index out_rows, Index out_cols, Index& n_q,
-                          Index& n_kv) const;
+  // Validation (implementation file; the checks: validation.hpp). Each
+  // returns the padded sequence length(s).
+  void check_backward(const char* fn, const Cache& cache, const Eigen::Ref<const Matrix>& dout,
+                      const InputGradients& dinput, Index gradient_size) const;
+  Index check_inputs(const char* fn, const SelfInput& in, Index out_rows, Index out_cols) const;
+  std::pair<Index, Index> check_inputs(const char* fn, const CrossInput& in, Index out_rows, Index out_cols) const;
 
   // Forward (implementation file).
   void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q,
                      Index n_kv, const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
-  // Training forward passes; `dropout_stream` null: no dropout.
-  void forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                    const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
-                    const RandomStream* dropout_stream) const;
-  void forward_cross_impl(const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q,
-                          const Eigen::Ref<const Matrix>& memory, const std::vector<int>& lengths_kv,
-                          const Eigen::Ref<const BucketBlock>& buckets, Cache& cache, Eigen::Ref<Matrix> out,
-                          const RandomStream* dropout_stream) const;
   // Arms (or disarms) the cache's dropout for the next forward_core().
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
   attention_detail::BlockGeometry geometry(const Cache& cache) const;
@@ -283,8 +233,8 @@ class SyntaxBiasedAttention {
   void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
 
   // Backward (implementation file).
-  void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx_q,
-                     Eigen::Ref<Matrix>* dmemory, Scalar* gradients) const;
+  void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, const InputGradients& dinput,
+                     Scalar* gradients) const;
   void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Scalar* gradients) const;
   void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
   void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;

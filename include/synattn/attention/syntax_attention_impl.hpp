@@ -1,4 +1,4 @@
-// synattn — SyntaxBiasedAttention: construction, the public overloads, and
+// synattn — SyntaxBiasedAttention: construction, the three verbs, and
 // the forward and backward passes as named phases (each phase's per-block
 // steps are in forward_steps.hpp and backward_steps.hpp, the checks in
 // validation.hpp). Included by syntax_attention.hpp only.
@@ -139,20 +139,16 @@ AttentionFingerprint SyntaxBiasedAttention<Scalar>::fingerprint(AttentionKind ki
 }
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& c, AttentionKind kind,
-                                                   const Eigen::Ref<const Matrix>& dout, Index gradient_size) const {
+void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& c, const Eigen::Ref<const Matrix>& dout,
+                                                   const InputGradients& dinput, Index gradient_size) const {
   using attention_detail::error_prefix;
-  const bool cross = kind == AttentionKind::cross;
   if (c.inference_)
     throw Error(error_prefix(fn) + "the cache was last used by infer(), which keeps nothing to differentiate; "
                                    "call forward() before backward()");
   if (c.empty()) throw Error(error_prefix(fn) + "the cache holds no forward pass");
-  if (c.cross_ != cross)
-    throw Error(error_prefix(fn) + "the cache holds a " + (c.cross_ ? "cross" : "self") +
-                "-attention forward pass; call " + (c.cross_ ? "backward_cross" : "backward"));
   // Every buffer width, the bucket range and the masking the backward pass
   // reads follow from the fingerprint: equal fingerprints, safe cache.
-  const AttentionFingerprint mine = fingerprint(kind);
+  const AttentionFingerprint mine = fingerprint(c.cross_ ? AttentionKind::cross : AttentionKind::self);
   if (c.fingerprint_ != mine)
     throw Error(error_prefix(fn) + "the cache was filled by a layer with " + c.fingerprint_.describe() +
                 "; this layer has " + mine.describe());
@@ -161,64 +157,66 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
   c.stamp_.check(fn, identity_);
   attention_detail::check_shape(fn, "dout", dout.rows(), dout.cols(), c.batch_ * c.n_q_, options_.d_model);
   if (options_.check_finite) attention_detail::check_finite_tokens<Scalar>(fn, "dout", dout, c.n_q_);
+  attention_detail::check_shape(fn, c.cross_ ? "dx (dL/dx_q)" : "dx", dinput.dx.rows(), dinput.dx.cols(),
+                                c.batch_ * c.n_q_, options_.d_model);
+  if (c.cross_)
+    attention_detail::check_shape(fn, "dmemory", dinput.dmemory.rows(), dinput.dmemory.cols(), c.batch_ * c.n_kv_,
+                                  dm_kv_);
+  else if (dinput.dmemory.size() != 0)
+    throw Error(error_prefix(fn) + "the cache holds a self-attention pass, which has no memory; leave dmemory out");
   if (gradient_size != store_.size())
     throw Error(error_prefix(fn) + "gradients has " + std::to_string(gradient_size) + " entries, expected " +
                 std::to_string(store_.size()) + " (parameter_count())");
 }
 
 template <class Scalar>
-Index SyntaxBiasedAttention<Scalar>::check_self_inputs(const char* fn, const Eigen::Ref<const Matrix>& x,
-                                                       const std::vector<int>& lengths,
-                                                       const Eigen::Ref<const BucketBlock>& buckets, Index out_rows,
-                                                       Index out_cols) const {
+Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInput& in, Index out_rows,
+                                                  Index out_cols) const {
   using namespace attention_detail;
   if (dm_kv_ != options_.d_model)
     throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
                 std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
-  if (options_.syntax_bias) check_length_count(fn, "lengths", lengths.size(), "x", x.rows(), buckets.cols());
-  const Index batch = static_cast<Index>(lengths.size());
-  const Index n = check_tokens(fn, "x", x.rows(), x.cols(), batch, options_.d_model);
-  check_lengths(fn, "lengths", lengths, n);
-  if (options_.syntax_bias) check_buckets(fn, buckets, lengths, lengths, n, n, options_.bias);
+  if (options_.syntax_bias) check_length_count(fn, "lengths", in.lengths.size(), "x", in.x.rows(), in.buckets.cols());
+  const Index batch = static_cast<Index>(in.lengths.size());
+  const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
+  check_lengths(fn, "lengths", in.lengths, n);
+  if (options_.syntax_bias) check_buckets(fn, in.buckets, in.lengths, in.lengths, n, n, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
   if (options_.check_finite) {
-    check_finite_tokens<Scalar>(fn, "x", x, n);
+    check_finite_tokens<Scalar>(fn, "x", in.x, n);
     check_finite_parameters<Scalar>(fn, store_);
   }
   return n;
 }
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::check_cross_inputs(const char* fn, const Eigen::Ref<const Matrix>& x_q,
-                                                       const std::vector<int>& lengths_q,
-                                                       const Eigen::Ref<const Matrix>& memory,
-                                                       const std::vector<int>& lengths_kv,
-                                                       const Eigen::Ref<const BucketBlock>& buckets, Index out_rows,
-                                                       Index out_cols, Index& n_q, Index& n_kv) const {
+std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const CrossInput& in,
+                                                                    Index out_rows, Index out_cols) const {
   using namespace attention_detail;
   if (options_.causal)
     throw Error(error_prefix(fn) + "causal masking is defined for self-attention only (options.causal is set)");
   if (options_.syntax_bias)
-    check_length_count(fn, "lengths_kv", lengths_kv.size(), "memory", memory.rows(), buckets.cols());
-  const Index batch = static_cast<Index>(lengths_q.size());
-  if (static_cast<Index>(lengths_kv.size()) != batch)
+    check_length_count(fn, "lengths_kv", in.lengths_kv.size(), "memory", in.memory.rows(), in.buckets.cols());
+  const Index batch = static_cast<Index>(in.lengths_q.size());
+  if (static_cast<Index>(in.lengths_kv.size()) != batch)
     throw Error(error_prefix(fn) + "lengths_q has " + std::to_string(batch) + " entries but lengths_kv has " +
-                std::to_string(lengths_kv.size()) + "; both give one length per sequence");
-  n_q = check_tokens(fn, "x_q", x_q.rows(), x_q.cols(), batch, options_.d_model);
-  n_kv = check_tokens(fn, "memory", memory.rows(), memory.cols(), batch, dm_kv_);
-  check_lengths(fn, "lengths_q", lengths_q, n_q);
-  check_lengths(fn, "lengths_kv", lengths_kv, n_kv);
-  if (options_.syntax_bias) check_buckets(fn, buckets, lengths_q, lengths_kv, n_q, n_kv, options_.bias);
+                std::to_string(in.lengths_kv.size()) + "; both give one length per sequence");
+  const Index n_q = check_tokens(fn, "x_q", in.x_q.rows(), in.x_q.cols(), batch, options_.d_model);
+  const Index n_kv = check_tokens(fn, "memory", in.memory.rows(), in.memory.cols(), batch, dm_kv_);
+  check_lengths(fn, "lengths_q", in.lengths_q, n_q);
+  check_lengths(fn, "lengths_kv", in.lengths_kv, n_kv);
+  if (options_.syntax_bias) check_buckets(fn, in.buckets, in.lengths_q, in.lengths_kv, n_q, n_kv, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n_q, options_.d_model);
   if (options_.check_finite) {
-    check_finite_tokens<Scalar>(fn, "x_q", x_q, n_q);
-    check_finite_tokens<Scalar>(fn, "memory", memory, n_kv);
+    check_finite_tokens<Scalar>(fn, "x_q", in.x_q, n_q);
+    check_finite_tokens<Scalar>(fn, "memory", in.memory, n_kv);
     check_finite_parameters<Scalar>(fn, store_);
   }
+  return {n_q, n_kv};
 }
 
 // ---------------------------------------------------------------------------
-// Forward: public overloads
+// Forward and inference: the verbs
 // ---------------------------------------------------------------------------
 
 template <class Scalar>
@@ -276,177 +274,55 @@ void SyntaxBiasedAttention<Scalar>::set_dropout(Cache& c, const RandomStream* dr
   c.keep_scale_ = static_cast<Scalar>(1.0 / (1.0 - options_.dropout));
 }
 
+// A training pass copies x (and memory) and the buckets into the cache: the
+// weight gradients and the bias's histogram need them in backward().
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_self(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                                                 const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                                 Eigen::Ref<Matrix> out, const RandomStream* dropout_stream) const {
+void SyntaxBiasedAttention<Scalar>::forward(const SelfInput& in, Cache& cache, Eigen::Ref<Matrix> out,
+                                            const RandomStream* dropout) const {
   const char* fn = "SyntaxBiasedAttention::forward";
-  const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
-  const Index batch = static_cast<Index>(lengths.size());
-  prepare_cache(cache, AttentionKind::self, attention_detail::Pass::training, batch, n, n, lengths, lengths);
-  set_dropout(cache, dropout_stream);
-  cache.x_q_ = x;  // dW{q,k,v} need x in backward()
-  if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(fn, cache, x, nullptr, buckets, attention_detail::Pass::training, out);
+  const Index n = check_inputs(fn, in, out.rows(), out.cols());
+  prepare_cache(cache, AttentionKind::self, attention_detail::Pass::training, static_cast<Index>(in.lengths.size()),
+                n, n, in.lengths, in.lengths);
+  set_dropout(cache, dropout);
+  cache.x_q_ = in.x;
+  if (options_.syntax_bias) cache.buckets_ = in.buckets;
+  forward_core(fn, cache, in.x, nullptr, in.buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
   cache.stamp_.stamp(identity_);
 }
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                                            const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                            Eigen::Ref<Matrix> out) const {
-  forward_self(x, lengths, buckets, cache, out, nullptr);
+void SyntaxBiasedAttention<Scalar>::forward(const CrossInput& in, Cache& cache, Eigen::Ref<Matrix> out,
+                                            const RandomStream* dropout) const {
+  const char* fn = "SyntaxBiasedAttention::forward";
+  const auto [n_q, n_kv] = check_inputs(fn, in, out.rows(), out.cols());
+  prepare_cache(cache, AttentionKind::cross, attention_detail::Pass::training,
+                static_cast<Index>(in.lengths_q.size()), n_q, n_kv, in.lengths_q, in.lengths_kv);
+  set_dropout(cache, dropout);
+  cache.x_q_ = in.x_q;
+  cache.x_kv_ = in.memory;
+  if (options_.syntax_bias) cache.buckets_ = in.buckets;
+  forward_core(fn, cache, in.x_q, &in.memory, in.buckets, attention_detail::Pass::training, out);
+  cache.filled_ = true;
+  cache.stamp_.stamp(identity_);
 }
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                                            const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                            Eigen::Ref<Matrix> out, const RandomStream& dropout_stream) const {
-  forward_self(x, lengths, buckets, cache, out, &dropout_stream);
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(
-    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, const Eigen::Ref<const BucketBlock>& buckets,
-    Cache& cache, const RandomStream& dropout_stream) const {
-  Matrix out(x.rows(), options_.d_model);
-  forward_self(x, lengths, buckets, cache, out, &dropout_stream);
-  return out;
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(
-    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, Cache& cache,
-    const RandomStream& dropout_stream) const {
-  if (options_.syntax_bias)
-    throw Error("SyntaxBiasedAttention::forward: the layer has a syntax bias; pass the bucket block");
-  return forward(x, lengths, BucketBlock(), cache, dropout_stream);
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(
-    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths, const Eigen::Ref<const BucketBlock>& buckets,
-    Cache& cache) const {
-  Matrix out(x.rows(), options_.d_model);
-  forward(x, lengths, buckets, cache, out);
-  return out;
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward(const Eigen::Ref<const Matrix>& x,
-                                                                                      const std::vector<int>& lengths,
-                                                                                      Cache& cache) const {
-  if (options_.syntax_bias)
-    throw Error("SyntaxBiasedAttention::forward: the layer has a syntax bias; pass the bucket block");
-  return forward(x, lengths, BucketBlock(), cache);
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::infer(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                                          const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace,
-                                          Eigen::Ref<Matrix> out) const {
+void SyntaxBiasedAttention<Scalar>::infer(const SelfInput& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::infer";
-  const Index n = check_self_inputs(fn, x, lengths, buckets, out.rows(), out.cols());
+  const Index n = check_inputs(fn, in, out.rows(), out.cols());
   prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference,
-                static_cast<Index>(lengths.size()), n, n, lengths, lengths);
-  forward_core(fn, workspace, x, nullptr, buckets, attention_detail::Pass::inference, out);
+                static_cast<Index>(in.lengths.size()), n, n, in.lengths, in.lengths);
+  forward_core(fn, workspace, in.x, nullptr, in.buckets, attention_detail::Pass::inference, out);
 }
 
 template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::infer(
-    const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-    const Eigen::Ref<const BucketBlock>& buckets) const {
-  Cache workspace;
-  Matrix out(x.rows(), options_.d_model);
-  infer(x, lengths, buckets, workspace, out);
-  return out;
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>& x_q,
-                                                  const std::vector<int>& lengths_q,
-                                                  const Eigen::Ref<const Matrix>& memory,
-                                                  const std::vector<int>& lengths_kv,
-                                                  const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                                  Eigen::Ref<Matrix> out) const {
-  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, nullptr);
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_cross(const Eigen::Ref<const Matrix>& x_q,
-                                                  const std::vector<int>& lengths_q,
-                                                  const Eigen::Ref<const Matrix>& memory,
-                                                  const std::vector<int>& lengths_kv,
-                                                  const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                                  Eigen::Ref<Matrix> out, const RandomStream& dropout_stream) const {
-  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, &dropout_stream);
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward_cross(
-    const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q, const Eigen::Ref<const Matrix>& memory,
-    const std::vector<int>& lengths_kv, const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-    const RandomStream& dropout_stream) const {
-  Matrix out(x_q.rows(), options_.d_model);
-  forward_cross_impl(x_q, lengths_q, memory, lengths_kv, buckets, cache, out, &dropout_stream);
-  return out;
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::forward_cross_impl(const Eigen::Ref<const Matrix>& x_q,
-                                                       const std::vector<int>& lengths_q,
-                                                       const Eigen::Ref<const Matrix>& memory,
-                                                       const std::vector<int>& lengths_kv,
-                                                       const Eigen::Ref<const BucketBlock>& buckets, Cache& cache,
-                                                       Eigen::Ref<Matrix> out,
-                                                       const RandomStream* dropout_stream) const {
-  const char* fn = "SyntaxBiasedAttention::forward_cross";
-  Index n_q = 0, n_kv = 0;
-  check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
-  prepare_cache(cache, AttentionKind::cross, attention_detail::Pass::training, static_cast<Index>(lengths_q.size()),
-                n_q, n_kv, lengths_q, lengths_kv);
-  set_dropout(cache, dropout_stream);
-  cache.x_q_ = x_q;
-  cache.x_kv_ = memory;
-  if (options_.syntax_bias) cache.buckets_ = buckets;
-  forward_core(fn, cache, x_q, &memory, buckets, attention_detail::Pass::training, out);
-  cache.filled_ = true;
-  cache.stamp_.stamp(identity_);
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::forward_cross(
-    const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q, const Eigen::Ref<const Matrix>& memory,
-    const std::vector<int>& lengths_kv, const Eigen::Ref<const BucketBlock>& buckets, Cache& cache) const {
-  Matrix out(x_q.rows(), options_.d_model);
-  forward_cross(x_q, lengths_q, memory, lengths_kv, buckets, cache, out);
-  return out;
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::infer_cross(const Eigen::Ref<const Matrix>& x_q,
-                                                const std::vector<int>& lengths_q,
-                                                const Eigen::Ref<const Matrix>& memory,
-                                                const std::vector<int>& lengths_kv,
-                                                const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace,
-                                                Eigen::Ref<Matrix> out) const {
-  const char* fn = "SyntaxBiasedAttention::infer_cross";
-  Index n_q = 0, n_kv = 0;
-  check_cross_inputs(fn, x_q, lengths_q, memory, lengths_kv, buckets, out.rows(), out.cols(), n_q, n_kv);
+void SyntaxBiasedAttention<Scalar>::infer(const CrossInput& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
+  const char* fn = "SyntaxBiasedAttention::infer";
+  const auto [n_q, n_kv] = check_inputs(fn, in, out.rows(), out.cols());
   prepare_cache(workspace, AttentionKind::cross, attention_detail::Pass::inference,
-                static_cast<Index>(lengths_q.size()), n_q, n_kv, lengths_q, lengths_kv);
-  forward_core(fn, workspace, x_q, &memory, buckets, attention_detail::Pass::inference, out);
-}
-
-template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::infer_cross(
-    const Eigen::Ref<const Matrix>& x_q, const std::vector<int>& lengths_q, const Eigen::Ref<const Matrix>& memory,
-    const std::vector<int>& lengths_kv, const Eigen::Ref<const BucketBlock>& buckets) const {
-  Cache workspace;
-  Matrix out(x_q.rows(), options_.d_model);
-  infer_cross(x_q, lengths_q, memory, lengths_kv, buckets, workspace, out);
-  return out;
+                static_cast<Index>(in.lengths_q.size()), n_q, n_kv, in.lengths_q, in.lengths_kv);
+  forward_core(fn, workspace, in.x_q, &in.memory, in.buckets, attention_detail::Pass::inference, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -667,55 +543,22 @@ void SyntaxBiasedAttention<Scalar>::project_output(const Cache& c, Eigen::Ref<Ma
 }
 
 // ---------------------------------------------------------------------------
-// Backward: public overloads
+// Backward: the verb
 // ---------------------------------------------------------------------------
 
 
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
-                                             Eigen::Ref<Matrix> dx) {
-  const char* fn = "SyntaxBiasedAttention::backward";
-  check_backward(fn, cache, AttentionKind::self, dout, store_.size());
-  attention_detail::check_shape(fn, "dx", dx.rows(), dx.cols(), cache.batch_ * cache.n_q_, options_.d_model);
-  backward_core(cache, dout, dx, nullptr, nullptr);  // the layer's own (possibly bound) gradients
+                                             const InputGradients& dinput) {
+  check_backward("SyntaxBiasedAttention::backward", cache, dout, dinput, store_.size());
+  backward_core(cache, dout, dinput, nullptr);  // the layer's own (possibly bound) gradients
 }
 
 template <class Scalar>
-typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::backward(
-    Cache& cache, const Eigen::Ref<const Matrix>& dout) {
-  Matrix dx(cache.batch_ * cache.n_q_, options_.d_model);
-  backward(cache, dout, dx);
-  return dx;
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Eigen::Ref<Matrix> dx,
-                                             Eigen::Ref<Vector> gradients) const {
-  const char* fn = "SyntaxBiasedAttention::backward";
-  check_backward(fn, cache, AttentionKind::self, dout, gradients.size());
-  attention_detail::check_shape(fn, "dx", dx.rows(), dx.cols(), cache.batch_ * cache.n_q_, options_.d_model);
-  backward_core(cache, dout, dx, nullptr, gradients.data());
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout,
-                                                   Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix> dmemory) {
-  const char* fn = "SyntaxBiasedAttention::backward_cross";
-  check_backward(fn, cache, AttentionKind::cross, dout, store_.size());
-  attention_detail::check_shape(fn, "dx_q", dx_q.rows(), dx_q.cols(), cache.batch_ * cache.n_q_, options_.d_model);
-  attention_detail::check_shape(fn, "dmemory", dmemory.rows(), dmemory.cols(), cache.batch_ * cache.n_kv_, dm_kv_);
-  backward_core(cache, dout, dx_q, &dmemory, nullptr);
-}
-
-template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Ref<const Matrix>& dout,
-                                                   Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix> dmemory,
-                                                   Eigen::Ref<Vector> gradients) const {
-  const char* fn = "SyntaxBiasedAttention::backward_cross";
-  check_backward(fn, cache, AttentionKind::cross, dout, gradients.size());
-  attention_detail::check_shape(fn, "dx_q", dx_q.rows(), dx_q.cols(), cache.batch_ * cache.n_q_, options_.d_model);
-  attention_detail::check_shape(fn, "dmemory", dmemory.rows(), dmemory.cols(), cache.batch_ * cache.n_kv_, dm_kv_);
-  backward_core(cache, dout, dx_q, &dmemory, gradients.data());
+void SyntaxBiasedAttention<Scalar>::backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
+                                             const InputGradients& dinput, Eigen::Ref<Vector> gradients) const {
+  check_backward("SyntaxBiasedAttention::backward", cache, dout, dinput, gradients.size());
+  backward_core(cache, dout, dinput, gradients.data());
 }
 
 // ---------------------------------------------------------------------------
@@ -735,8 +578,7 @@ void SyntaxBiasedAttention<Scalar>::backward_cross(Cache& cache, const Eigen::Re
 //   4. table, scale and mixing gradients from the per-task partials, in order.
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<const Matrix>& dout,
-                                                  Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
-                                                  Scalar* grads) const {
+                                                  const InputGradients& dinput, Scalar* grads) const {
   const attention_detail::BlockGeometry g = geometry(c);
   c.stamp_.mark_used();  // check_backward() passed: nothing is written before this
   output_projection_backward(c, dout, grads);
@@ -753,7 +595,8 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     attend_backward_fused(c, g);
   else
     attend_backward_mixed(c, g);
-  input_projection_backward(c, dx_q, dmemory, grads);
+  Eigen::Ref<Matrix> dmemory = dinput.dmemory;  // a view of the caller's matrix
+  input_projection_backward(c, dinput.dx, c.cross_ ? &dmemory : nullptr, grads);
   reduce_partials(c, g, grads);
 }
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -154,7 +155,7 @@ class EncoderLayer {
       // h = x + Drop(Attn(LN1(x))):  dx = dh + LN1'(Attn'(Drop'(dh)))
       da = dh;
       drop(c, kSiteAttentionOutput, options_.attention_output_dropout, da);
-      attention_.backward(c.attention, da, df);                       // df: dL/du (tokens, d)
+      attention_.backward(c.attention, da, {df});                   // df: dL/du (tokens, d)
       norm1_.backward(c.norm1, df, df);                               // dL/dx through LN1
       dx = dh + df;
     } else {
@@ -169,7 +170,7 @@ class EncoderLayer {
       norm1_.backward(c.norm1, da, da);                               // dL/d(x + a)
       dh = da;
       drop(c, kSiteAttentionOutput, options_.attention_output_dropout, da);
-      attention_.backward(c.attention, da, df);                       // df: attention path's dL/dx
+      attention_.backward(c.attention, da, {df});                   // df: attention path's dL/dx
       dx = dh + df;
     }
   }
@@ -214,11 +215,9 @@ class EncoderLayer {
     // Training mode hands the attention layer its own stream, which drops
     // probabilities when options().attention.dropout > 0 (and is ignored
     // otherwise); eval mode never drops.
-    if (stream)
-      attention_.forward(in, lengths, buckets, c.attention, c.attn_out,
-                         stream->derive(kSiteAttentionProbabilities));
-    else
-      attention_.forward(in, lengths, buckets, c.attention, c.attn_out);
+    std::optional<RandomStream> own;
+    if (stream) own = stream->derive(kSiteAttentionProbabilities);
+    attention_.forward({in, lengths, buckets}, c.attention, c.attn_out, own ? &*own : nullptr);
     drop(c, kSiteAttentionOutput, options_.attention_output_dropout, c.attn_out);
   }
 
