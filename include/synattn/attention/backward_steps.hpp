@@ -31,6 +31,13 @@
 namespace synattn {
 namespace attention_detail {
 
+// dst (cols) += sum of the rows of src (rows, cols), in row order: deterministic.
+template <class Src, class Scalar>
+void add_row_sums(const Src& src, Scalar* dst) {
+  Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> acc(dst, src.cols());
+  for (Index r = 0; r < src.rows(); ++r) acc += src.row(r);
+}
+
 // dP~ rows [r0, r0 + m) (m, n_kv) = dctx (v, dv) V^T (dv, lk) on the valid
 // corner (0 elsewhere); dV (n_kv, dv) = or += P~[r0:r0+m]^T (lk, v) dctx (v, dv)
 // (`acc`: add for a later row block of the same task).
@@ -180,12 +187,65 @@ void fold_histogram(Scalar* hist, Index slots) {
     for (Index s = 0; s < slots; ++s) hist[s] += hist[k * slots + s];
 }
 
+// One task of the backward pass without talking heads: (sequence, head)
+// block t, walking its valid query rows in blocks of `rows` in the calling
+// thread's scratch block (dP, then dS): dV and dP from dctx, dS through the
+// softmax (with the bucket histogram), then dQ and the block's share of dK
+// (the first row block overwrites dK and dV, later ones add).
+template <class Scalar>
+struct FusedBackwardTask {
+  using Matrix = RowMajorMatrix<Scalar>;
+  const BlockGeometry& g;
+  Index rows;                       // query rows per block (score_block_rows)
+  const Matrix& probs;              // P (B * h * n_q, n_kv)
+  const Matrix& ctx;                // (B * n_q, h * dv)
+  const Matrix& dctx;               // (B * n_q, h * dv)
+  const Matrix& qsrc;               // Q: qkv
+  const Matrix& kvsrc;              // K and V: qkv (self) or kv (cross)
+  Matrix& dqsrc;                    // dQ: dqkv, written
+  Matrix& dkvsrc;                   // dK and dV: dqkv (self) or dkv (cross), written
+  const std::int8_t* buckets;       // (B * n_q, n_kv); null without a syntax bias
+  Matrix* hist;                     // per task: kHistogramCopies x slots; null: no table gradient
+  Index slots;                      // histogram slots per copy
+  const DropoutMask<Scalar>* mask;  // null: no dropout
+  Scalar inv_sqrt_dk;
+  Scalar* scratch;                  // per thread: (rows, n_kv)
+  Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
+  Scalar* dots;                     // per thread: (rows)
+
+  void operator()(Index t, int thread) const {
+    using BlockMap = Eigen::Map<Matrix>;
+    using ConstBlockMap = Eigen::Map<const Matrix>;
+    const Index nq = g.n_q, nkv = g.n_kv, b = t / g.heads, lq = g.lq(b);
+    const int a = static_cast<int>(t % g.heads);
+    Scalar* task_hist = hist ? hist->data() + t * hist->cols() : nullptr;  // kHistogramCopies x slots
+    if (hist) std::fill(task_hist, task_hist + hist->cols(), Scalar(0));
+    for (Index r0 = 0; r0 < std::max<Index>(lq, 1); r0 += rows) {
+      const Index m = std::min(rows, nq - r0);
+      BlockMap dS(scratch + Index(thread) * rows * nkv, m, nkv);  // (m, n_kv): dP, then dS
+      const Accumulate acc = r0 > 0 ? Accumulate::add : Accumulate::overwrite;
+      const ConstBlockMap P(probs.data() + (t * nq + r0) * nkv, m, nkv);  // (m, n_kv)
+      context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, g, b, a, r0, acc,
+                               mask ? dropped + Index(thread) * rows * nkv : nullptr, mask);
+      Scalar* d = dots + Index(thread) * rows;  // (m)
+      row_dots<Scalar>(d, dctx, ctx, g, b, a, r0, m);
+      softmax_backward_block<Scalar>(dS, probs, buckets, task_hist, static_cast<int>(slots), g, b, a, r0, d);
+      score_backward<Scalar>(ConstBlockMap(dS.data(), m, nkv), qsrc, kvsrc, dqsrc, dkvsrc, g, b, a, r0, inv_sqrt_dk,
+                             acc);
+    }
+    // Query rows past the last valid block are padding: dQ = 0 there.
+    const Index done = std::min(nq, (std::max<Index>(lq, 1) + rows - 1) / rows * rows);
+    if (nq > done) dqsrc.block(b * nq + done, a * g.dk, nq - done, g.dk).setZero();
+    if (hist) fold_histogram(task_hist, slots);
+  }
+};
+
 // Table and scale gradients from the per-task histograms `hist` (B * h rows,
 // copy 0 folded): for each table row r, acc (slots) = sum over tasks (b, a)
 // whose head reads row r, in task order, then dT[r] += s acc[1:], ds += <T[r],
-// acc[1:]> (BiasTableRef::apply_histogram).
+// acc[1:]> (BiasTerms::apply_histogram).
 template <class Scalar>
-void reduce_table_gradient(const BiasTableRef<Scalar>& table, const RowMajorMatrix<Scalar>& hist,
+void reduce_table_gradient(const BiasTerms<Scalar>& table, const RowMajorMatrix<Scalar>& hist,
                            const BlockGeometry& g, Index slots) {
   Scalar acc[kMaxTableBuckets + 1];
   for (int r = 0; r < table.rows(); ++r) {

@@ -64,7 +64,7 @@ void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix
 // `table` the layer's table, both null without a syntax bias.
 template <class Scalar>
 void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
-                              const BiasTableRef<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
+                              const BiasTerms<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
                               Scalar* inv) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
   // shifted[0] = -inf (bucket -1, the mask), shifted[k + 1] = s * T[a, k].
@@ -117,6 +117,56 @@ void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& ma
                                 mask.stream->sequence(static_cast<std::uint64_t>(b)), first,
                                 static_cast<std::uint64_t>(g.lk(b)), mask.threshold, mask.keep_scale);
 }
+
+// One task of the forward pass without talking heads: query rows
+// [r0, r0 + m) of (sequence, head) block `task` (t = task * row_blocks +
+// row block), worked in the calling thread's scratch block so the scores stay
+// in cache from QK^T to P V: scores, bias + mask + softmax numerators,
+// ctx = P V, and for a training pass P copied out normalised.
+template <class Scalar>
+struct FusedForwardTask {
+  using Matrix = RowMajorMatrix<Scalar>;
+  const BlockGeometry& g;
+  Index rows;                   // query rows per block (score_block_rows)
+  Index row_blocks;             // blocks per (sequence, head)
+  const Matrix& qsrc;           // Q: qkv (self and cross)
+  const Matrix& kvsrc;          // K and V: qkv (self) or kv (cross)
+  const std::int8_t* buckets;   // (B * n_q, n_kv), leading dimension ldb; null without a syntax bias
+  Index ldb;
+  const BiasTerms<Scalar>* table;  // null without a syntax bias
+  Scalar inv_sqrt_dk;
+  const DropoutMask<Scalar>* mask;  // null: no dropout
+  Matrix* probs;                // (B * h * n_q, n_kv); null: an inference pass keeps no P
+  bool stream_probs;            // P written with streaming stores (it outgrows the caches)
+  Scalar* scratch;              // per thread: (rows, n_kv)
+  Scalar* inv_sum;              // per thread: (rows)
+  Matrix& ctx;                  // (B * n_q, h * dv), written
+
+  void operator()(Index t, int thread) const {
+    using BlockMap = Eigen::Map<Matrix>;
+    using ConstBlockMap = Eigen::Map<const Matrix>;
+    const Index nkv = g.n_kv, task = t / row_blocks, r0 = (t % row_blocks) * rows;
+    const Index b = task / g.heads, m = std::min(rows, g.n_q - r0);
+    const int a = static_cast<int>(task % g.heads);
+    BlockMap S(scratch + Index(thread) * rows * nkv, m, nkv);  // (m, n_kv)
+    Scalar* inv = inv_sum + Index(thread) * rows;              // (m)
+    attention_scores<Scalar>(S, qsrc, kvsrc, g, b, a, r0, inv_sqrt_dk);
+    softmax_numerators_block<Scalar>(S, buckets, ldb, table, g, b, a, r0, inv);
+    // P rows [r0, r0 + m) of block `task`: (m, n_kv).
+    Scalar* P = probs ? block_of(*probs, task, g.n_q, nkv).middleRows(r0, m).data() : nullptr;
+    if (!mask) {
+      context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, nkv), kvsrc, g, b, a, r0, inv);
+      if (P) kernels::scale_rows<Scalar>(P, nkv, S.data(), nkv, m, nkv, inv, stream_probs);
+      return;
+    }
+    // P is kept before dropout (backward redraws the mask), so it is copied
+    // out first; the mask then goes on the numerators in place and
+    // ctx = (e * M / (1 - p)) V / rowsum(e) = P' V.
+    if (P) kernels::scale_rows<Scalar>(P, nkv, S.data(), nkv, m, nkv, inv, stream_probs);
+    dropout_block<Scalar>(S.data(), S.data(), *mask, g, task, r0, m);
+    context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, nkv), kvsrc, g, b, a, r0, inv);
+  }
+};
 
 // Talking heads: dst_b (h, n_q*n_kv) = M (h, h) src_b (h, n_q*n_kv), every
 // head's block of sequence b mixed by M.

@@ -226,21 +226,31 @@ class SyntaxBiasedAttention {
                     Eigen::Ref<Matrix> out) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
   void attend_fused(Cache& cache, const attention_detail::BlockGeometry& g,
-                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table,
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,
                     attention_detail::Pass pass) const;
   void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
-                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTableRef<Scalar>* table) const;
+                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table) const;
   void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
 
   // Backward (implementation file).
+  // Where a backward pass adds the parameter gradients: a caller's buffer
+  // laid out like the layer's, or (buffer null) the layer's own store,
+  // possibly bound into a model's buffer.
+  struct GradientTarget {
+    Scalar* buffer;
+    ParameterStore<Scalar>* store;
+  };
+  Scalar* grad_at(const GradientTarget& target, int id) const;
   void backward_core(Cache& cache, const Eigen::Ref<const Matrix>& dout, const InputGradients& dinput,
-                     Scalar* gradients) const;
-  void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout, Scalar* gradients) const;
+                     const GradientTarget& gradients) const;
+  void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
+                                  const GradientTarget& gradients) const;
   void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
   void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
   void input_projection_backward(Cache& cache, Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
-                                 Scalar* gradients) const;
-  void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g, Scalar* gradients) const;
+                                 const GradientTarget& gradients) const;
+  void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g,
+                       const GradientTarget& gradients) const;
   // True when backward() accumulates bucket histograms (a learnable table or scale).
   bool table_gradients() const noexcept {
     return options_.syntax_bias && (options_.bias.table_learnable || options_.bias.scale_learnable);
@@ -248,8 +258,8 @@ class SyntaxBiasedAttention {
   // Histogram slots per copy: num_buckets() + 1 (slot 0: masked pairs), 0 without a bias.
   Index histogram_slots() const noexcept { return options_.syntax_bias ? num_buckets() + 1 : 0; }
 
-  BiasTableRef<Scalar> table_ref(Scalar* gradients, bool own_gradients) const;
-  Scalar* grad_at(Scalar* gradients, int id) const;
+  // The table as the kernels read it; with a target, with its gradient storage.
+  BiasTerms<Scalar> bias_terms(const GradientTarget* target) const;
 
   AttentionOptions options_;
   int dk_ = 0, dv_ = 0, dm_kv_ = 0;

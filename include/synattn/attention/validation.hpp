@@ -190,7 +190,7 @@ void check_finite_parameters(const char* fn, const ParameterStore<Scalar>& store
 // would mask every pair). Returns, per head, max_b |s * T[row_of(head), b]| (in
 // `max_bias`, heads entries).
 template <class Scalar>
-void check_bias_products(const char* fn, const BiasTableRef<Scalar>& t, double* max_bias) {
+void check_bias_products(const char* fn, const BiasTerms<Scalar>& t, double* max_bias) {
   const Scalar s = t.scale();
   const auto T = t.table();
   for (Index r = 0; r < T.rows(); ++r)

@@ -116,6 +116,71 @@ void initialise_table(const BiasTableOptions& options, Eigen::Ref<RowMajorMatrix
   }
 }
 
+// What the attention kernels read of a bias table and where they add its
+// gradients: read-only values (rows x num_buckets and the scale s) and, for a
+// backward pass, the gradient storage (null in a forward pass). Cheap to
+// copy; the storage and the options must outlive it.
+template <class Scalar>
+class BiasTerms {
+ public:
+  BiasTerms(const BiasTableOptions& options, int heads, const Scalar* table, const Scalar* scale,
+            Scalar* table_gradient = nullptr, Scalar* scale_gradient = nullptr) noexcept
+      : options_(&options),
+        heads_(heads),
+        table_(table),
+        scale_(scale),
+        table_gradient_(table_gradient),
+        scale_gradient_(scale_gradient) {}
+
+  const BiasTableOptions& options() const noexcept { return *options_; }
+  int heads() const noexcept { return heads_; }
+  Index rows() const noexcept { return options_->per_head ? heads_ : 1; }
+  Index num_buckets() const noexcept { return options_->num_buckets(); }
+  // The table row head `head` reads (0 when shared).
+  Index row_of(int head) const noexcept { return options_->per_head ? head : 0; }
+  Eigen::Map<const RowMajorMatrix<Scalar>> table() const noexcept {
+    return Eigen::Map<const RowMajorMatrix<Scalar>>(table_, rows(), num_buckets());
+  }
+  Scalar scale() const noexcept { return *scale_; }
+
+  // out[0] = -inf, out[b + 1] = s * T[row_of(head), b]: a gather table in which
+  // bucket -1 reads the mask. `out` holds num_buckets() + 1 values.
+  void shifted_row(int head, Scalar* out) const noexcept {
+    const Scalar s = *scale_;
+    const Scalar* t = table_ + row_of(head) * num_buckets();
+    out[0] = -std::numeric_limits<Scalar>::infinity();
+    for (Index b = 0; b < num_buckets(); ++b) out[b + 1] = s * t[b];
+  }
+
+  // hist[b + 1] = sum of dL/dscore over the pairs in bucket b (slot 0 is the
+  // masked pairs' and ignored): dT[row_of(head)] += s * hist[1:], dL/ds +=
+  // <T[row_of(head)], hist[1:]>. Summing per bucket first and weighting by T
+  // afterwards is the same sum as weighting every pair. Needs the gradient
+  // storage of what is learnable.
+  void apply_histogram(int head, const Scalar* hist) const noexcept {
+    const Scalar s = *scale_;
+    const Index nb = num_buckets();
+    const Scalar* t = table_ + row_of(head) * nb;
+    if (options_->table_learnable) {
+      Scalar* g = table_gradient_ + row_of(head) * nb;
+      for (Index b = 0; b < nb; ++b) g[b] += s * hist[b + 1];
+    }
+    if (options_->scale_learnable) {
+      Scalar ds = 0;
+      for (Index b = 0; b < nb; ++b) ds += t[b] * hist[b + 1];
+      *scale_gradient_ += ds;
+    }
+  }
+
+ private:
+  const BiasTableOptions* options_;
+  int heads_;
+  const Scalar* table_;
+  const Scalar* scale_;
+  Scalar* table_gradient_;
+  Scalar* scale_gradient_;
+};
+
 // A view of a bias table: `table` (rows x num_buckets, row-major; rows = 1
 // shared or `heads` per head), the scale s, and their gradients. Cheap to copy;
 // the storage and the options must outlive it.
@@ -188,35 +253,13 @@ class BiasTableRef {
     apply_histogram(head, hist);
   }
 
-  // --- Kernel pieces for the fused attention pass (no checks) ---
-
-  // out[0] = -inf, out[b + 1] = s * T[row_of(head), b]: a gather table in which
-  // bucket -1 reads the mask. `out` holds num_buckets() + 1 values.
-  void shifted_row(int head, Scalar* out) const noexcept {
-    const Scalar s = *scale_;
-    const Scalar* t = table_ + row_of(head) * num_buckets();
-    out[0] = -std::numeric_limits<Scalar>::infinity();
-    for (Index b = 0; b < num_buckets(); ++b) out[b + 1] = s * t[b];
+  // The kernels' read-only view of this table, with its gradient storage.
+  BiasTerms<Scalar> terms() const noexcept {
+    return BiasTerms<Scalar>(*options_, heads_, table_, scale_, table_gradient_, scale_gradient_);
   }
-
-  // hist[b + 1] = sum of dL/dscore over the pairs in bucket b (slot 0 is the
-  // masked pairs' and ignored): dT[row_of(head)] += s * hist[1:], dL/ds +=
-  // <T[row_of(head)], hist[1:]>. Summing per bucket first and weighting by T
-  // afterwards is the same sum as weighting every pair.
-  void apply_histogram(int head, const Scalar* hist) const noexcept {
-    const Scalar s = *scale_;
-    const Index nb = num_buckets();
-    const Scalar* t = table_ + row_of(head) * nb;
-    if (options_->table_learnable) {
-      Scalar* g = table_gradient_ + row_of(head) * nb;
-      for (Index b = 0; b < nb; ++b) g[b] += s * hist[b + 1];
-    }
-    if (options_->scale_learnable) {
-      Scalar ds = 0;
-      for (Index b = 0; b < nb; ++b) ds += t[b] * hist[b + 1];
-      *scale_gradient_ += ds;
-    }
-  }
+  // Kernel pieces (no checks): see BiasTerms.
+  void shifted_row(int head, Scalar* out) const noexcept { terms().shifted_row(head, out); }
+  void apply_histogram(int head, const Scalar* hist) const noexcept { terms().apply_histogram(head, hist); }
 
  private:
   void check_head(const char* fn, int head) const {
