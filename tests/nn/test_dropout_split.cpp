@@ -135,7 +135,7 @@ TEST_CASE("FeedForward: the hidden mask of a sequence does not depend on its pad
     MatrixD y(x.rows(), 4);
     FeedForwardCache<double> c;
     const RandomStream s = step.sequences_from(static_cast<std::uint64_t>(lo));
-    ffn.forward(x, c, y, &s, n);
+    ffn.forward(x, n, c, y, &s);
     return Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>((c.hidden.array() == 0.0).matrix());
   };
   const auto whole = hidden_mask(0, 5, 7), first = hidden_mask(0, 2, 4), second = hidden_mask(2, 5, 7);
@@ -150,7 +150,7 @@ TEST_CASE("FeedForward: the hidden mask of a sequence does not depend on its pad
   }
   MatrixD x = input(0, 5, 7), y(35, 4);
   FeedForwardCache<double> c;
-  CHECK_THROWS_AS(ffn.forward(x, c, y, &step, 4), Error);  // 35 rows are not sequences of 4
+  CHECK_THROWS_AS(ffn.forward(x, 4, c, y, &step), Error);  // 35 rows are not sequences of 4
 }
 
 TEST_CASE("Tagger: split and differently padded sub-batches draw the whole batch's masks at every site",

@@ -234,11 +234,11 @@ TEST_CASE("FeedForward: gradient checks with ReLU and GELU, with and without dro
       MatrixD y(5, 4), dx;
       const auto loss = [&] {
         FeedForwardCache<double> c;
-        ffn.forward(x, c, y, s, 5);
+        ffn.forward(x, 5, c, y, s);
         return weighted(y, R);
       };
       FeedForwardCache<double> cache;
-      ffn.forward(x, cache, y, s, 5);
+      ffn.forward(x, 5, cache, y, s);
       ffn.zero_grad();
       ffn.backward(x, cache, R, dx);
       if (with_dropout) {
@@ -440,7 +440,7 @@ TEST_CASE("LayerNorm and FeedForward: backward refuses another layer's cache and
                                                                                  RandomStream(1));
     FeedForwardCache<double> cache;
     MatrixD y(4, 5), dx;
-    ffn.forward(x, cache, y, nullptr, 4);
+    ffn.forward(x, 4, cache, y, nullptr);
     CHECK_THROWS_WITH(twin.backward(x, cache, R, dx), Contains("filled by another layer"));
     CHECK(twin.linear2().weight_gradient().isZero(0));
     // A wrong x is refused before linear2's gradients are written.

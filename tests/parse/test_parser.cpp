@@ -144,7 +144,7 @@ TEST_CASE("ArcBiaffine: gradient check of U, u and both inputs", "[parse][gradch
       }
   arc.zero_grad();
   MatrixD ddep, dhead;
-  arc.backward(dep, head, w, cache, ddep, dhead);
+  arc.backward(dep, head, cache, w, ddep, dhead);
   const MatrixD dU = arc.parameter_store().gradient(0), du = arc.parameter_store().gradient(1);
   for (const auto& r : {check_gradient("U", arc.parameter_store().value(0), dU, loss),
                         check_gradient("u", arc.parameter_store().value(1), du, loss),
@@ -179,7 +179,7 @@ TEST_CASE("LabelBiaffine: gradient check of W and both inputs", "[parse][gradche
     }
   lab.zero_grad();
   MatrixD ddep, dhead;
-  lab.backward(w, cache, ddep, dhead);
+  lab.backward(cache, w, ddep, dhead);
   const MatrixD dW = lab.parameter_store().gradient(0);
   for (const auto& r : {check_gradient("W", lab.parameter_store().value(0), dW, loss), check_gradient("dep", dep, ddep, loss),
                         check_gradient("head", head, dhead, loss)}) {
@@ -512,7 +512,7 @@ TEST_CASE("LabelBiaffine::infer gives forward's logits in row blocks, across a b
   for (Index t = 0; t < T; ++t)
     for (int l = 0; l < L; ++l) CHECK(yb(t, l) == Approx(ya(t, l)).epsilon(1e-6).margin(1e-6));
   RowMajorMatrix<float> dd, dh;
-  CHECK_THROWS_WITH(lab.backward(ya, b, dd, dh), Catch::Contains("holds no forward pass"));
+  CHECK_THROWS_WITH(lab.backward(b, ya, dd, dh), Catch::Contains("holds no forward pass"));
 }
 
 // The tagger's rule for moved-from models, applied to the parser: using one

@@ -115,14 +115,14 @@ class EncoderLayer {
       attend(c.attn_in, lengths, buckets, c, stream);                 // a = Drop(Attn(u))
       c.attn_out += x;                                                // h = x + a (kept in attn_out)
       norm2_.forward(c.attn_out, c.norm2, c.ffn_in);                  // v = LN2(h)
-      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr, c.rows_per_sequence);
+      ffn_.forward(c.ffn_in, c.rows_per_sequence, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
       drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
       y = c.attn_out + c.ffn_out;                                     // y = h + Drop(FFN(v))
     } else {
       attend(x, lengths, buckets, c, stream);                         // a = Drop(Attn(x))
       c.attn_out += x;                                                // x + a
       norm1_.forward(c.attn_out, c.norm1, c.ffn_in);                  // h = LN1(x + a)
-      ffn_.forward(c.ffn_in, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr, c.rows_per_sequence);
+      ffn_.forward(c.ffn_in, c.rows_per_sequence, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
       drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
       c.ffn_out += c.ffn_in;                                          // h + Drop(FFN(h))
       norm2_.forward(c.ffn_out, c.norm2, y);                          // y = LN2(.)

@@ -51,9 +51,10 @@ class FeedForward {
   // y (tokens, d) for x (tokens = batch * n, d). `stream` (null: eval mode)
   // draws the hidden dropout mask: element (b * n + i, c) from
   // stream->sequence(b) at counter i * d_ff + c (see apply_dropout), n =
-  // rows_per_sequence.
-  void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y, const RandomStream* stream,
-               Index rows_per_sequence) const {
+  // rows_per_sequence. Arguments in the nn/ order: inputs, cache, output,
+  // dropout stream.
+  void forward(const Eigen::Ref<const Matrix>& x, Index rows_per_sequence, Cache& cache, Eigen::Ref<Matrix> y,
+               const RandomStream* stream) const {
     const Index tokens = x.rows();
     cache.stamp.clear();
     cache.pre.resize(tokens, hidden_dim());

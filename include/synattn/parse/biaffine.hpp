@@ -97,8 +97,8 @@ class ArcBiaffine {
   }
 
   // dscores (B * m, m) -> ddep, dhead (B * m, d) (overwritten); adds dU, du.
-  void backward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
-                const Eigen::Ref<const Matrix>& dscores, Cache& c, Matrix& ddep, Matrix& dhead) {
+  void backward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
+                const Eigen::Ref<const Matrix>& dscores, Matrix& ddep, Matrix& dhead) {
     const char* fn = "ArcBiaffine::backward";
     c.stamp.check(fn, identity_);
     if (c.rows != dep.rows())
@@ -217,7 +217,7 @@ class LabelBiaffine {
   }
 
   // dlogits (T, L) -> ddep, dhead (T, d) (overwritten); adds dW.
-  void backward(const Eigen::Ref<const Matrix>& dlogits, Cache& c, Matrix& ddep, Matrix& dhead) {
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits, Matrix& ddep, Matrix& dhead) {
     const char* fn = "LabelBiaffine::backward";
     c.stamp.check(fn, identity_);
     const Index T = c.dep1.rows(), d1 = d_ + 1;

@@ -440,7 +440,7 @@ void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
   const Index R = c.words.size(), m = c.m;
   const Matrix& h = c.encoder.outputs.back();
   // Relations: dlabel_dep, dlabel_head (T, label_dim) -> scattered to their rows.
-  s_.label.backward(c.dlabel_logits, c.label, c.dlabel_dep, c.dlabel_head);
+  s_.label.backward(c.label, c.dlabel_logits, c.dlabel_dep, c.dlabel_head);
   c.dmlp[2].setZero(R, o.label_dim);
   c.dmlp[3].setZero(R, o.label_dim);
   for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {  // in order: a head's sum is fixed
@@ -448,7 +448,7 @@ void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
     c.dmlp[3].row(c.label_head_rows[t]) += c.dlabel_head.row(static_cast<Index>(t));
   }
   // Arcs: dS (R, m) -> d(arc-dep), d(arc-head) (R, arc_dim).
-  s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.dscores, c.arc, c.dmlp[0], c.dmlp[1]);
+  s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.arc, c.dscores, c.dmlp[0], c.dmlp[1]);
   // MLPs: through dropout and the LeakyReLU, then dh (R, d) += dpre W_k.
   c.dh.setZero(R, o.d_model);
   const Scalar slope = static_cast<Scalar>(o.leaky_slope);
