@@ -227,13 +227,13 @@ void run(FuzzedDataProvider& in) {
     try {
       if (cross) {
         if (training_dropout)
-          layer.forward_cross(x, lq, mem, lkv, buckets, cache, out, stream);
+          layer.forward({x, lq, mem, lkv, buckets}, cache, out, &stream);
         else
-          layer.forward_cross(x, lq, mem, lkv, buckets, cache, out);
+          layer.forward({x, lq, mem, lkv, buckets}, cache, out);
       } else if (training_dropout) {
-        layer.forward(x, lq, buckets, cache, out, stream);
+        layer.forward({x, lq, buckets}, cache, out, &stream);
       } else {
-        layer.forward(x, lq, buckets, cache, out);
+        layer.forward({x, lq, buckets}, cache, out);
       }
     } catch (const synattn::Error&) {
       require(!d.tame);
@@ -264,9 +264,9 @@ void run(FuzzedDataProvider& in) {
     const auto refuses = [&](Layer& l, Matrix& gx, Matrix& gmem) {
       try {
         if (cross)
-          l.backward_cross(cache, dout, gx, gmem);
+          l.backward(cache, dout, {gx, gmem});
         else
-          l.backward(cache, dout, gx);
+          l.backward(cache, dout, {gx});
       } catch (const synattn::Error&) {
         return true;
       }

@@ -19,6 +19,7 @@
 #endif
 
 #include "naive_attention.hpp"
+#include "support/attention_calls.hpp"
 #include "support/gradcheck.hpp"
 
 using synattn::AttentionOptions;
@@ -98,10 +99,8 @@ Batch make_batch(const Layer& layer, bool cross, std::mt19937& rng) {
 }
 
 MatrixD run_forward(const Layer& layer, const Batch& t, bool cross, Layer::Cache& cache, const RandomStream* s) {
-  if (cross)
-    return s ? layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, cache, *s)
-             : layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, cache);
-  return s ? layer.forward(t.xq, t.lq, t.buckets, cache, *s) : layer.forward(t.xq, t.lq, t.buckets, cache);
+  if (cross) return synattn_test::forward_value(layer, {t.xq, t.lq, t.xkv, t.lkv, t.buckets}, cache, s);
+  return synattn_test::forward_value(layer, {t.xq, t.lq, t.buckets}, cache, s);
 }
 
 struct Grads {
@@ -116,9 +115,9 @@ Grads run_backward(Layer& layer, const Batch& t, bool cross, const RandomStream*
   layer.zero_grad();
   if (cross) {
     g.dmem.resize(t.B * t.nkv, layer.memory_size());
-    layer.backward_cross(cache, t.G, g.dx, g.dmem);
+    layer.backward(cache, t.G, {g.dx, g.dmem});
   } else {
-    layer.backward(cache, t.G, g.dx);
+    layer.backward(cache, t.G, {g.dx});
   }
   g.params = layer.gradients().transpose();
   return g;
@@ -233,9 +232,10 @@ TEST_CASE("eval forward and infer ignore the dropout option", "[attention][dropo
   Layer::Cache c1, c2;
   CHECK(same_bits(run_forward(with, t, tc.cross, c1, nullptr), run_forward(without, t, tc.cross, c2, nullptr)));
   CHECK(!c1.dropout_applied());
-  const MatrixD a = tc.cross ? with.infer_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets) : with.infer(t.xq, t.lq, t.buckets);
-  const MatrixD b =
-      tc.cross ? without.infer_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets) : without.infer(t.xq, t.lq, t.buckets);
+  const MatrixD a = tc.cross ? synattn_test::infer_value(with, {t.xq, t.lq, t.xkv, t.lkv, t.buckets})
+                             : synattn_test::infer_value(with, {t.xq, t.lq, t.buckets});
+  const MatrixD b = tc.cross ? synattn_test::infer_value(without, {t.xq, t.lq, t.xkv, t.lkv, t.buckets})
+                             : synattn_test::infer_value(without, {t.xq, t.lq, t.buckets});
   CHECK(same_bits(a, b));
   // A dropout forward followed by eval reuses the cache without leftovers.
   const RandomStream stream(3);
@@ -354,9 +354,9 @@ TEST_CASE("every dropout overload draws the same mask", "[attention][dropout]") 
     synattn_test::randomise(layer, rng);
     const Batch t = make_batch(layer, false, rng);
     Layer::Cache c;
-    const MatrixD ret = layer.forward(t.xq, t.lq, t.buckets, c, stream);
+    const MatrixD ret = synattn_test::forward_value(layer, {t.xq, t.lq, t.buckets}, c, &stream);
     MatrixD out(ret.rows(), ret.cols());
-    layer.forward(t.xq, t.lq, t.buckets, c, out, stream);
+    layer.forward({t.xq, t.lq, t.buckets}, c, out, &stream);
     CHECK(same_bits(ret, out));
   }
   SECTION("cross-attention: out form and returning form") {
@@ -366,9 +366,9 @@ TEST_CASE("every dropout overload draws the same mask", "[attention][dropout]") 
     synattn_test::randomise(layer, rng);
     const Batch t = make_batch(layer, true, rng);
     Layer::Cache c;
-    const MatrixD ret = layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, c, stream);
+    const MatrixD ret = synattn_test::forward_value(layer, {t.xq, t.lq, t.xkv, t.lkv, t.buckets}, c, &stream);
     MatrixD out(ret.rows(), ret.cols());
-    layer.forward_cross(t.xq, t.lq, t.xkv, t.lkv, t.buckets, c, out, stream);
+    layer.forward({t.xq, t.lq, t.xkv, t.lkv, t.buckets}, c, out, &stream);
     CHECK(same_bits(ret, out));
   }
   SECTION("no syntax bias: the form without buckets") {
@@ -378,8 +378,8 @@ TEST_CASE("every dropout overload draws the same mask", "[attention][dropout]") 
     synattn_test::randomise(layer, rng);
     const Batch t = make_batch(layer, false, rng);
     Layer::Cache c;
-    const MatrixD a = layer.forward(t.xq, t.lq, c, stream);
-    const MatrixD b = layer.forward(t.xq, t.lq, BucketBlock(), c, stream);
+    const MatrixD a = synattn_test::forward_value(layer, {t.xq, t.lq}, c, &stream);
+    const MatrixD b = synattn_test::forward_value(layer, {t.xq, t.lq, BucketBlock()}, c, &stream);
     CHECK(same_bits(a, b));
     const auto ref = synattn_test::naive_attention(layer, t.xq, t.lq, t.xq, t.lkv, t.buckets, &stream);
     CHECK((a - ref.out).cwiseAbs().maxCoeff() < 1e-12);
@@ -407,12 +407,12 @@ TEST_CASE("float dropout forward and backward follow double under the same mask"
   MatrixF dx(xq.rows(), xq.cols()), dmem(xkv.rows(), xkv.cols());
   MatrixF out;
   if (cross) {
-    out = layer_f.forward_cross(xq, t.lq, xkv, t.lkv, t.buckets, c, stream);
-    layer_f.backward_cross(c, G, dx, dmem);
+    out = synattn_test::forward_value(layer_f, {xq, t.lq, xkv, t.lkv, t.buckets}, c, &stream);
+    layer_f.backward(c, G, {dx, dmem});
     CHECK((dmem.cast<double>() - d.dmem).cwiseAbs().maxCoeff() < 1e-4);
   } else {
-    out = layer_f.forward(xq, t.lq, t.buckets, c, stream);
-    layer_f.backward(c, G, dx);
+    out = synattn_test::forward_value(layer_f, {xq, t.lq, t.buckets}, c, &stream);
+    layer_f.backward(c, G, {dx});
   }
   INFO("cross " << cross);
   CHECK((out.cast<double>() - d.out).cwiseAbs().maxCoeff() < 1e-4);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "support/attention_calls.hpp"
 #include "support/json_file.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
@@ -143,8 +144,8 @@ void check_case(const GoldenCase& gc, double tol) {
   for (const auto& p : kParams) layer.set_parameter(p, gc.arrays.at(p).cast<Scalar>());
   typename SyntaxBiasedAttention<Scalar>::Cache cache;
   const Matrix x = gc.arrays.at("x").cast<Scalar>();
-  const Matrix out = layer.forward(x, gc.lengths, gc.buckets, cache);
-  const Matrix dx = layer.backward(cache, gc.arrays.at("G").cast<Scalar>());
+  const Matrix out = synattn_test::forward_value(layer, {x, gc.lengths, gc.buckets}, cache);
+  const Matrix dx = synattn_test::backward_value(layer, cache, gc.arrays.at("G").cast<Scalar>());
 
   std::map<std::string, MatrixD> got;
   got["out"] = out.template cast<double>();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "naive_attention.hpp"
+#include "support/attention_calls.hpp"
 #include "support/gradcheck.hpp"
 
 using synattn::AttentionOptions;
@@ -128,19 +129,19 @@ TEST_CASE("every gradient matches central differences across the option grid", "
   SyntaxBiasedAttention<double>::Cache cache;
   auto loss = [&]() {
     SyntaxBiasedAttention<double>::Cache c;
-    const MatrixD out =
-        gc.cross ? layer.forward_cross(xq, lq, xkv, lkv, buckets, c) : layer.forward(xq, lq, buckets, c);
+    const MatrixD out = gc.cross ? synattn_test::forward_value(layer, {xq, lq, xkv, lkv, buckets}, c)
+                                 : synattn_test::forward_value(layer, {xq, lq, buckets}, c);
     return (out.array() * G.array()).sum();
   };
 
   MatrixD dxq(B * nq, d), dxkv(B * nkv, layer.memory_size());
   layer.zero_grad();
   if (gc.cross) {
-    layer.forward_cross(xq, lq, xkv, lkv, buckets, cache);
-    layer.backward_cross(cache, G, dxq, dxkv);
+    synattn_test::forward_value(layer, {xq, lq, xkv, lkv, buckets}, cache);
+    layer.backward(cache, G, {dxq, dxkv});
   } else {
-    layer.forward(xq, lq, buckets, cache);
-    layer.backward(cache, G, dxq);
+    synattn_test::forward_value(layer, {xq, lq, buckets}, cache);
+    layer.backward(cache, G, {dxq});
   }
   std::vector<std::pair<std::string, MatrixD>> analytic;
   for (const auto& p : layer.parameter_infos()) analytic.emplace_back(p.name, layer.gradient(p.name));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "naive_attention.hpp"
+#include "support/attention_calls.hpp"
 
 using synattn::AttentionOptions;
 using synattn::Bucketing;
@@ -49,7 +50,7 @@ struct Filled {
     const std::vector<int> lengths = {5, 4};
     const BucketBlock buckets =
         synattn_test::random_buckets(lengths, lengths, 5, 5, std::max(layer.num_buckets(), 1), rng);
-    layer.forward(x, lengths, buckets, cache);
+    synattn_test::forward_value(layer, {x, lengths, buckets}, cache);
   }
 };
 
@@ -91,23 +92,23 @@ TEST_CASE("backward refuses a cache filled by a layer of other shape or options,
   Layer other(bo);
   MatrixD dx(10, 8);
   const MatrixD dout = MatrixD::Ones(10, 8);
-  CHECK_THROWS_AS(other.backward(filled.cache, dout, dx), synattn::Error);
-  CHECK_THROWS_WITH(other.backward(filled.cache, dout, dx), Contains("the cache was filled by a layer with"));
-  CHECK_THROWS_WITH(other.backward(filled.cache, dout, dx), Contains(c.names));
+  CHECK_THROWS_AS(other.backward(filled.cache, dout, {dx}), synattn::Error);
+  CHECK_THROWS_WITH(other.backward(filled.cache, dout, {dx}), Contains("the cache was filled by a layer with"));
+  CHECK_THROWS_WITH(other.backward(filled.cache, dout, {dx}), Contains(c.names));
   Eigen::VectorXd grads = Eigen::VectorXd::Zero(other.parameter_count());
-  CHECK_THROWS_AS(static_cast<const Layer&>(other).backward(filled.cache, dout, dx, grads), synattn::Error);
+  CHECK_THROWS_AS(static_cast<const Layer&>(other).backward(filled.cache, dout, {dx}, grads), synattn::Error);
   // An identical layer is refused too (it holds other weights), and nothing
   // is written; the layer that filled the cache accepts it, once.
   Layer twin(a);
-  CHECK_THROWS_WITH(twin.backward(filled.cache, dout, dx), Contains("filled by another layer"));
+  CHECK_THROWS_WITH(twin.backward(filled.cache, dout, {dx}), Contains("filled by another layer"));
   CHECK(twin.gradients().isZero(0));
   Layer copy = filled.layer;
-  CHECK_THROWS_WITH(copy.backward(filled.cache, dout, dx), Contains("filled by another layer"));
-  CHECK_NOTHROW(filled.layer.backward(filled.cache, dout, dx));
-  CHECK_THROWS_WITH(filled.layer.backward(filled.cache, dout, dx), Contains("already run on this cache"));
+  CHECK_THROWS_WITH(copy.backward(filled.cache, dout, {dx}), Contains("filled by another layer"));
+  CHECK_NOTHROW(filled.layer.backward(filled.cache, dout, {dx}));
+  CHECK_THROWS_WITH(filled.layer.backward(filled.cache, dout, {dx}), Contains("already run on this cache"));
 }
 
-TEST_CASE("backward_cross refuses a cache from a cross layer of other shape", "[attention][cache][errors]") {
+TEST_CASE("backward refuses a cross-attention cache from a layer of other shape", "[attention][cache][errors]") {
   AttentionOptions a = base_options();
   a.memory_size = 6;
   Layer layer(a);
@@ -116,19 +117,21 @@ TEST_CASE("backward_cross refuses a cache from a cross layer of other shape", "[
   const std::vector<int> lq = {3, 2}, lk = {4, 3};
   const BucketBlock buckets = synattn_test::random_buckets(lq, lk, 3, 4, layer.num_buckets(), rng);
   Layer::Cache cache;
-  layer.forward_cross(xq, lq, mem, lk, buckets, cache);
+  synattn_test::forward_value(layer, {xq, lq, mem, lk, buckets}, cache);
   AttentionOptions b = a;
   b.bias.bucketing = Bucketing::linear(1);
   Layer fewer(b);
   MatrixD dxq(6, 8), dmem(8, 6);
-  CHECK_THROWS_WITH(fewer.backward_cross(cache, MatrixD::Ones(6, 8), dxq, dmem),
+  CHECK_THROWS_WITH(fewer.backward(cache, MatrixD::Ones(6, 8), {dxq, dmem}),
                     Contains("the cache was filled by a layer with"));
   AttentionOptions wide = a;
   wide.memory_size = 5;
   Layer narrower(wide);
   MatrixD dmem5(8, 5);
-  CHECK_THROWS_WITH(narrower.backward_cross(cache, MatrixD::Ones(6, 8), dxq, dmem5), Contains("memory 6"));
-  CHECK_NOTHROW(layer.backward_cross(cache, MatrixD::Ones(6, 8), dxq, dmem));
+  CHECK_THROWS_WITH(narrower.backward(cache, MatrixD::Ones(6, 8), {dxq, dmem5}), Contains("memory 6"));
+  // The cache decides self or cross: a cross-attention pass needs dmemory.
+  CHECK_THROWS_WITH(layer.backward(cache, MatrixD::Ones(6, 8), {dxq}), Contains("dmemory is 0x0, expected 8x6"));
+  CHECK_NOTHROW(layer.backward(cache, MatrixD::Ones(6, 8), {dxq, dmem}));
 }
 
 TEST_CASE("with check_finite on, a non-finite parameter is refused by name and element", "[attention][nan]") {
@@ -163,15 +166,15 @@ TEST_CASE("with check_finite on, a non-finite parameter is refused by name and e
   Layer layer(o);
   layer.parameter(c.name)(c.r, c.c) = c.value;
   Layer::Cache cache;
-  CHECK_THROWS_AS(layer.forward(x, lengths, buckets, cache), synattn::Error);
-  CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains(c.message));
-  CHECK_THROWS_WITH(layer.infer(x, lengths, buckets), Contains(c.message));
+  CHECK_THROWS_AS(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), synattn::Error);
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), Contains(c.message));
+  CHECK_THROWS_WITH(synattn_test::infer_value(layer, {x, lengths, buckets}), Contains(c.message));
   // Checking off: NaN (or inf arithmetic) propagates; nothing throws.
   AttentionOptions off = o;
   off.check_finite = false;
   Layer unchecked(off);
   unchecked.parameter(c.name)(c.r, c.c) = c.value;
-  CHECK_NOTHROW(unchecked.forward(x, lengths, buckets, cache));
+  CHECK_NOTHROW(synattn_test::forward_value(unchecked, {x, lengths, buckets}, cache));
 }
 
 TEST_CASE("with check_finite off, a NaN weight propagates to the output", "[attention][nan]") {
@@ -182,7 +185,7 @@ TEST_CASE("with check_finite off, a NaN weight propagates to the output", "[atte
   std::mt19937 rng(2);
   const MatrixD x = synattn_test::random_matrix(6, 8, rng);
   Layer::Cache cache;
-  const MatrixD out = layer.forward(x, {3, 3}, BucketBlock::Zero(6, 3), cache);
+  const MatrixD out = synattn_test::forward_value(layer, {x, {3, 3}, BucketBlock::Zero(6, 3)}, cache);
   // Every query row reads the NaN through q: every output row is NaN, with
   // whichever row kernel is active (one NaN policy; test_attention_isa checks
   // each ISA forced in turn).
@@ -229,20 +232,20 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
   SECTION("x = 1e20 in float") {
     LayerF layer(o);
     const MatrixF x = MatrixF::Constant(6, 8, 1e20f);
-    CHECK_THROWS_AS(layer.forward(x, lengths, buckets, cache), synattn::Error);
-    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("overflow"));
-    CHECK_THROWS_WITH(layer.infer(x, lengths, buckets), Contains("overflow"));
+    CHECK_THROWS_AS(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), synattn::Error);
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), Contains("overflow"));
+    CHECK_THROWS_WITH(synattn_test::infer_value(layer, {x, lengths, buckets}), Contains("overflow"));
     AttentionOptions off = o;
     off.check_finite = false;
-    CHECK_NOTHROW(LayerF(off).forward(x, lengths, buckets, cache));
+    CHECK_NOTHROW(synattn_test::forward_value(LayerF(off), {x, lengths, buckets}, cache));
   }
   SECTION("table -3e38 times scale 10 makes every bias -inf") {
     LayerF layer(o);
     layer.table().setConstant(-3e38f);
     layer.scale() = 10.0f;
     const MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>();
-    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("scale * table"));
-    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("overflows float"));
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), Contains("scale * table"));
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), Contains("overflows float"));
   }
   SECTION("pre-mixing talking heads that would overflow the mixed scores") {
     AttentionOptions th = o;
@@ -252,9 +255,9 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     LayerF layer(th);
     layer.mix_pre().setConstant(1e37f);
     const MatrixF x = synattn_test::random_matrix(6, 8, rng).cast<float>() * 3.0f;
-    CHECK_THROWS_WITH(layer.forward(x, lengths, buckets, cache), Contains("M_pre"));
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, buckets}, cache), Contains("M_pre"));
     layer.mix_pre().setIdentity();
-    CHECK_NOTHROW(layer.forward(x, lengths, buckets, cache));
+    CHECK_NOTHROW(synattn_test::forward_value(layer, {x, lengths, buckets}, cache));
   }
   SECTION("huge values in padding rows only: the loose whole-matrix bound fails, the exact one passes") {
     LayerF layer(o);
@@ -263,16 +266,17 @@ TEST_CASE("with check_finite on, scores that would overflow are refused", "[atte
     const std::vector<int> short_lengths = {3, 2};
     const BucketBlock short_buckets = synattn_test::padded_buckets(short_lengths, short_lengths, 3, 3);
     MatrixF out;
-    REQUIRE_NOTHROW(out = layer.forward(x, short_lengths, short_buckets, cache));
+    REQUIRE_NOTHROW(out = synattn_test::forward_value(layer, {x, short_lengths, short_buckets}, cache));
     CHECK(out.topRows(5).allFinite());
     x.row(4).setConstant(1e30f);  // now a real word: refused, by sequence and position
-    CHECK_THROWS_WITH(layer.forward(x, short_lengths, short_buckets, cache), Contains("sequence 1"));
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, short_lengths, short_buckets}, cache),
+                      Contains("sequence 1"));
   }
   SECTION("large but safe inputs pass and give finite outputs") {
     LayerF layer(o);
     const MatrixF x = (synattn_test::random_matrix(6, 8, rng) * 1e8).cast<float>();
     MatrixF out;
-    REQUIRE_NOTHROW(out = layer.forward(x, lengths, buckets, cache));
+    REQUIRE_NOTHROW(out = synattn_test::forward_value(layer, {x, lengths, buckets}, cache));
     CHECK(out.allFinite());
   }
 }
@@ -287,11 +291,11 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     Layer::Cache cache;
     const MatrixD x(0, 8);
     MatrixD out(0, 8), dx(0, 8);
-    layer.forward(x, none, BucketBlock(0, 0), cache, out);
+    layer.forward({x, none, BucketBlock(0, 0)}, cache, out);
     layer.zero_grad();
-    layer.backward(cache, MatrixD(0, 8), dx);
+    layer.backward(cache, MatrixD(0, 8), {dx});
     CHECK(layer.gradients().cwiseAbs().maxCoeff() == 0.0);
-    CHECK(layer.infer(x, none, BucketBlock(0, 0)).rows() == 0);
+    CHECK(synattn_test::infer_value(layer, {x, none, BucketBlock(0, 0)}).rows() == 0);
   }
   SECTION("cross-attention, 0 rows") {
     AttentionOptions c = o;
@@ -299,9 +303,9 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     Layer cross(c);
     Layer::Cache cache;
     MatrixD out(0, 8), dxq(0, 8), dmem(0, 5);
-    cross.forward_cross(MatrixD(0, 8), none, MatrixD(0, 5), none, BucketBlock(0, 0), cache, out);
+    cross.forward({MatrixD(0, 8), none, MatrixD(0, 5), none, BucketBlock(0, 0)}, cache, out);
     cross.zero_grad();
-    cross.backward_cross(cache, MatrixD(0, 8), dxq, dmem);
+    cross.backward(cache, MatrixD(0, 8), {dxq, dmem});
     CHECK(cross.gradients().cwiseAbs().maxCoeff() == 0.0);
   }
   SECTION("cross-attention with an empty side: no keys, or no queries") {
@@ -321,10 +325,10 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
       const std::vector<int> lq = {int(nq), int(nq) / 2}, lk = {int(nkv), int(nkv) / 2};
       Layer::Cache cache;
       MatrixD out(2 * nq, 8), dxq(2 * nq, 8), dmem(2 * nkv, 5);
-      cross.forward_cross(xq, lq, mem, lk, synattn_test::padded_buckets(lq, lk, nq, nkv), cache, out);
+      cross.forward({xq, lq, mem, lk, synattn_test::padded_buckets(lq, lk, nq, nkv)}, cache, out);
       for (Eigen::Index r = 0; r < out.rows(); ++r) CHECK((out.row(r) - cross.bo()).cwiseAbs().maxCoeff() == 0.0);
       cross.zero_grad();
-      cross.backward_cross(cache, MatrixD::Ones(2 * nq, 8), dxq, dmem);
+      cross.backward(cache, MatrixD::Ones(2 * nq, 8), {dxq, dmem});
       CHECK((dxq.size() == 0 || dxq.cwiseAbs().maxCoeff() == 0.0));
       CHECK((dmem.size() == 0 || dmem.cwiseAbs().maxCoeff() == 0.0));
     }
@@ -333,10 +337,10 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
     std::mt19937 rng(8);
     const MatrixD x = synattn_test::random_matrix(6, 8, rng);
     Layer::Cache cache;
-    const MatrixD out = layer.forward(x, none, BucketBlock::Constant(6, 3, -1), cache);
+    const MatrixD out = synattn_test::forward_value(layer, {x, none, BucketBlock::Constant(6, 3, -1)}, cache);
     for (Eigen::Index r = 0; r < 6; ++r) CHECK((out.row(r) - layer.bo()).cwiseAbs().maxCoeff() == 0.0);
     layer.zero_grad();
-    const MatrixD dx = layer.backward(cache, MatrixD::Ones(6, 8));
+    const MatrixD dx = synattn_test::backward_value(layer, cache, MatrixD::Ones(6, 8));
     CHECK(dx.cwiseAbs().maxCoeff() == 0.0);
     CHECK(layer.gradient("bo").cwiseAbs().minCoeff() == 6.0);  // dbo sums dout over every row
   }
@@ -396,29 +400,30 @@ TEST_CASE("buckets beyond the lengths, a wrong number of lengths and raw distanc
   const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng, 0.0);
   const MatrixD x = synattn_test::random_matrix(2 * n, 8, rng);
   Layer::Cache cache;
-  CHECK_NOTHROW(layer.forward(x, lengths, buckets, cache));
+  CHECK_NOTHROW(synattn_test::forward_value(layer, {x, lengths, buckets}, cache));
 
   SECTION("two sequences' lengths swapped") {
     const std::vector<int> swapped = {4, 6};
-    CHECK_THROWS_WITH(layer.forward(x, swapped, buckets, cache),
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, swapped, buckets}, cache),
                       Contains("(sequence 0, query 0, key 4) lies beyond lengths[0] = 4") && Contains("swapped"));
-    CHECK_THROWS_WITH(layer.infer(x, swapped, buckets), Contains("where only padding (-1) belongs"));
+    CHECK_THROWS_WITH(synattn_test::infer_value(layer, {x, swapped, buckets}),
+                      Contains("where only padding (-1) belongs"));
   }
   SECTION("-1 within the lengths masks a pair and is accepted") {
     BucketBlock masked = buckets;
     masked(1, 2) = -1;
-    CHECK_NOTHROW(layer.forward(x, lengths, masked, cache));
+    CHECK_NOTHROW(synattn_test::forward_value(layer, {x, lengths, masked}, cache));
   }
   SECTION("one length too many or too few is reported as the lengths' count") {
     for (const std::vector<int>& wrong : {std::vector<int>{6, 4, 0}, std::vector<int>{6}})
-      CHECK_THROWS_WITH(layer.forward(x, wrong, buckets, cache),
+      CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, wrong, buckets}, cache),
                         Contains("lengths has " + std::to_string(wrong.size()) +
                                  " entries, but x (12 rows) and buckets (6 keys per row) hold 2 sequences"));
   }
   SECTION("tree distances beyond the bucketing get a hint") {
     BucketBlock distances = buckets;
     distances(0, 5) = 9;  // linear(7) has buckets 0..7
-    CHECK_THROWS_WITH(layer.forward(x, lengths, distances, cache),
+    CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, distances}, cache),
                       Contains("is out of range [-1, 8)") && Contains("without bucketize()"));
   }
   SECTION("cross-attention: memory lengths that do not match the block") {
@@ -429,10 +434,10 @@ TEST_CASE("buckets beyond the lengths, a wrong number of lengths and raw distanc
     const BucketBlock cb = synattn_test::random_buckets(lq, lkv, 5, n, cross.num_buckets(), rng, 0.0);
     const MatrixD xq = synattn_test::random_matrix(2 * 5, 8, rng);
     MatrixD out(10, 8);
-    CHECK_NOTHROW(cross.forward_cross(xq, lq, x, lkv, cb, cache, out));
-    CHECK_THROWS_WITH(cross.forward_cross(xq, lq, x, std::vector<int>{2, 6}, cb, cache, out),
+    CHECK_NOTHROW(cross.forward({xq, lq, x, lkv, cb}, cache, out));
+    CHECK_THROWS_WITH(cross.forward({xq, lq, x, std::vector<int>{2, 6}, cb}, cache, out),
                       Contains("lies beyond lengths_q[0] = 5, lengths_kv[0] = 2"));
-    CHECK_THROWS_WITH(cross.forward_cross(xq, lq, x, std::vector<int>{6, 2, 1}, cb, cache, out),
+    CHECK_THROWS_WITH(cross.forward({xq, lq, x, std::vector<int>{6, 2, 1}, cb}, cache, out),
                       Contains("lengths_kv has 3 entries, but memory (12 rows)"));
   }
 }

@@ -16,6 +16,7 @@
 
 #if defined(_OPENMP)
 #include <omp.h>
+#include "support/attention_calls.hpp"
 #endif
 
 using synattn::AttentionOptions;
@@ -99,12 +100,13 @@ Result<S> run(SyntaxBiasedAttention<S>& layer, const Input<S>& in, bool dropout)
   typename SyntaxBiasedAttention<S>::Cache cache;
   Result<S> r;
   r.out.resize(in.x.rows(), in.x.cols());
+  const synattn::RandomStream stream(99);
   if (dropout)
-    layer.forward(in.x, in.lengths, in.buckets, cache, r.out, synattn::RandomStream(99));
+    layer.forward({in.x, in.lengths, in.buckets}, cache, r.out, &stream);
   else
-    layer.forward(in.x, in.lengths, in.buckets, cache, r.out);
+    layer.forward({in.x, in.lengths, in.buckets}, cache, r.out);
   layer.zero_grad();
-  r.dx = layer.backward(cache, in.dout);
+  r.dx = synattn_test::backward_value(layer, cache, in.dout);
   r.grads = layer.gradients();
   return r;
 }

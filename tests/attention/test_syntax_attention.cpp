@@ -18,6 +18,7 @@
 #endif
 
 #include "naive_attention.hpp"
+#include "support/attention_calls.hpp"
 
 using synattn::AttentionOptions;
 using synattn::Bucketing;
@@ -65,12 +66,12 @@ Run run(Layer& layer, const MatrixD& xq, const std::vector<int>& lq, const Matri
   layer.zero_grad();
   r.dx.resize(xq.rows(), xq.cols());
   if (cross) {
-    r.out = layer.forward_cross(xq, lq, xkv, lkv, buckets, cache);
+    r.out = synattn_test::forward_value(layer, {xq, lq, xkv, lkv, buckets}, cache);
     r.dmem.resize(xkv.rows(), xkv.cols());
-    layer.backward_cross(cache, G, r.dx, r.dmem);
+    layer.backward(cache, G, {r.dx, r.dmem});
   } else {
-    r.out = layer.forward(xq, lq, buckets, cache);
-    layer.backward(cache, G, r.dx);
+    r.out = synattn_test::forward_value(layer, {xq, lq, buckets}, cache);
+    layer.backward(cache, G, {r.dx});
   }
   r.probs = cache.probabilities();
   r.grads = layer.gradients();
@@ -129,15 +130,15 @@ TEST_CASE("the forward pass matches a naive loop reference for every option", "[
   const auto want = synattn_test::naive_attention(layer, xq, lq, c.cross ? xkv : xq, lkv, buckets);
 
   Layer::Cache cache;
-  const MatrixD out =
-      c.cross ? layer.forward_cross(xq, lq, xkv, lkv, buckets, cache) : layer.forward(xq, lq, buckets, cache);
+  const MatrixD out = c.cross ? synattn_test::forward_value(layer, {xq, lq, xkv, lkv, buckets}, cache)
+                              : synattn_test::forward_value(layer, {xq, lq, buckets}, cache);
   CHECK((out - want.out).cwiseAbs().maxCoeff() <= 1e-12 * want.out.cwiseAbs().maxCoeff());
   CHECK((cache.probabilities() - want.probs).cwiseAbs().maxCoeff() <= 1e-12);
 
   SyntaxBiasedAttention<float>::Cache cache_f;
   const MatrixF xqf = xq.cast<float>(), xkvf = xkv.cast<float>();
-  const MatrixF out_f = c.cross ? layer_f.forward_cross(xqf, lq, xkvf, lkv, buckets, cache_f)
-                                : layer_f.forward(xqf, lq, buckets, cache_f);
+  const MatrixF out_f = c.cross ? synattn_test::forward_value(layer_f, {xqf, lq, xkvf, lkv, buckets}, cache_f)
+                                : synattn_test::forward_value(layer_f, {xqf, lq, buckets}, cache_f);
   CHECK((out_f.cast<double>() - want.out).cwiseAbs().maxCoeff() <= 1e-5 * want.out.cwiseAbs().maxCoeff());
   CHECK((cache_f.probabilities().cast<double>() - want.probs).cwiseAbs().maxCoeff() <= 1e-5);
 }
@@ -214,7 +215,7 @@ TEST_CASE("rows without a visible key give zero probabilities and out = bo, neve
   BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng, 0.0);
   buckets.row(n + 2).setConstant(-1);  // sequence 1, query 2: every key masked by its bucket
   Layer::Cache cache;
-  const MatrixD out = layer.forward(x, lengths, buckets, cache);
+  const MatrixD out = synattn_test::forward_value(layer, {x, lengths, buckets}, cache);
   REQUIRE(out.allFinite());
   const MatrixD bo = layer.bo();
   for (int r : {0, 1, 2, 3, n + 2, 2 * n + 1, 2 * n + 2, 2 * n + 3}) {
@@ -228,7 +229,7 @@ TEST_CASE("rows without a visible key give zero probabilities and out = bo, neve
     CHECK(cache.probabilities(2, a)(0, 0) == 1.0);  // a length-1 sequence attends to itself
   }
   const MatrixD G = MatrixD::Ones(3 * n, 8);
-  const MatrixD dx = layer.backward(cache, G);
+  const MatrixD dx = synattn_test::backward_value(layer, cache, G);
   CHECK(dx.allFinite());
   CHECK(dx.topRows(n).isZero(0));
   CHECK(dx.row(n + 2).isZero(0) == false);  // its key/value rows still feed other queries
@@ -239,7 +240,7 @@ TEST_CASE("rows without a visible key give zero probabilities and out = bo, neve
   SyntaxBiasedAttention<float> layer_f(o);
   copy_shared_parameters(layer, layer_f);
   SyntaxBiasedAttention<float>::Cache cache_f;
-  const MatrixF out_f = layer_f.forward(x.cast<float>(), lengths, buckets, cache_f);
+  const MatrixF out_f = synattn_test::forward_value(layer_f, {x.cast<float>(), lengths, buckets}, cache_f);
   CHECK(out_f.allFinite());
   CHECK(out_f.row(n + 2) == layer_f.bo());
 }
@@ -254,9 +255,9 @@ TEST_CASE("causal attention does not look ahead", "[attention][masking]") {
   MatrixD x = synattn_test::random_matrix(6, 8, rng);
   const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, 6, 6, layer.num_buckets(), rng, 0.0);
   Layer::Cache cache;
-  const MatrixD before = layer.forward(x, lengths, buckets, cache);
+  const MatrixD before = synattn_test::forward_value(layer, {x, lengths, buckets}, cache);
   x.bottomRows(2) = synattn_test::random_matrix(2, 8, rng);
-  const MatrixD after = layer.forward(x, lengths, buckets, cache);
+  const MatrixD after = synattn_test::forward_value(layer, {x, lengths, buckets}, cache);
   CHECK(same_bits(before.topRows(4), after.topRows(4)));
   CHECK(!before.bottomRows(2).isApprox(after.bottomRows(2)));
 }
@@ -318,10 +319,10 @@ TEST_CASE("one layer serves several batches through separate caches", "[attentio
   SECTION("interleaved forwards, then both backwards: gradients add up") {
     Layer::Cache ca, cb;
     layer.zero_grad();
-    const MatrixD oa = layer.forward(xa, la, ba, ca);
-    const MatrixD ob = layer.forward(xb, lb, bb, cb);
-    const MatrixD dxb = layer.backward(cb, gb);
-    const MatrixD dxa = layer.backward(ca, ga);
+    const MatrixD oa = synattn_test::forward_value(layer, {xa, la, ba}, ca);
+    const MatrixD ob = synattn_test::forward_value(layer, {xb, lb, bb}, cb);
+    const MatrixD dxb = synattn_test::backward_value(layer, cb, gb);
+    const MatrixD dxa = synattn_test::backward_value(layer, ca, ga);
     CHECK(same_bits(oa, ra.out));
     CHECK(same_bits(ob, rb.out));
     CHECK(same_bits(dxa, ra.dx));
@@ -331,34 +332,35 @@ TEST_CASE("one layer serves several batches through separate caches", "[attentio
   }
   SECTION("backward into caller-owned gradient vectors gives the layer's own gradients") {
     Layer::Cache ca;
-    layer.forward(xa, la, ba, ca);
+    synattn_test::forward_value(layer, {xa, la, ba}, ca);
     Eigen::VectorXd mine = Eigen::VectorXd::Zero(layer.parameter_count());
     MatrixD dx(10, 8);
     layer.zero_grad();
-    static_cast<const Layer&>(layer).backward(ca, ga, dx, mine);
+    static_cast<const Layer&>(layer).backward(ca, ga, {dx}, mine);
     CHECK(layer.gradients().isZero(0));  // untouched
     CHECK(same_bits(MatrixD(mine.transpose()), MatrixD(ra.grads.transpose())));
   }
   SECTION("a cache is reused across shapes without stale state") {
     Layer::Cache c;
-    layer.forward(xb, lb, bb, c);
-    const MatrixD again = layer.forward(xa, la, ba, c);
+    synattn_test::forward_value(layer, {xb, lb, bb}, c);
+    const MatrixD again = synattn_test::forward_value(layer, {xa, la, ba}, c);
     CHECK(same_bits(again, ra.out));
     CHECK(same_bits(MatrixD(c.probabilities()), ra.probs));
     layer.zero_grad();
-    CHECK(same_bits(layer.backward(c, ga), ra.dx));
+    CHECK(same_bits(synattn_test::backward_value(layer, c, ga), ra.dx));
   }
   SECTION("gradients accumulate until zero_grad; a cache serves one backward") {
     Layer::Cache c;
     layer.zero_grad();
-    layer.forward(xa, la, ba, c);
-    layer.backward(c, ga);
+    synattn_test::forward_value(layer, {xa, la, ba}, c);
+    synattn_test::backward_value(layer, c, ga);
     // Once more on the used cache: refused, and the gradients are as they were.
     const MatrixD once = layer.gradients();
-    CHECK_THROWS_WITH(layer.backward(c, ga), Catch::Contains("backward() has already run on this cache"));
+    CHECK_THROWS_WITH(synattn_test::backward_value(layer, c, ga),
+                      Catch::Contains("backward() has already run on this cache"));
     CHECK(same_bits(MatrixD(layer.gradients()), once));
-    layer.forward(xa, la, ba, c);
-    layer.backward(c, ga);
+    synattn_test::forward_value(layer, {xa, la, ba}, c);
+    synattn_test::backward_value(layer, c, ga);
     CHECK((MatrixD(layer.gradients()) - 2 * ra.grads).cwiseAbs().maxCoeff() <= 1e-13 * ra.grads.cwiseAbs().maxCoeff());
     layer.zero_grad();
     CHECK(layer.gradients().isZero(0));
@@ -450,60 +452,67 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
   const BucketBlock ok = synattn_test::padded_buckets(lengths, lengths, 3, 3);
   using Catch::Contains;
 
-  CHECK_THROWS_AS(layer.forward(MatrixD::Zero(6, 7), lengths, ok, cache), synattn::Error);
-  CHECK_THROWS_WITH(layer.forward(MatrixD::Zero(6, 7), lengths, ok, cache), Contains("x has 7 columns, expected 8"));
-  CHECK_THROWS_WITH(layer.forward(MatrixD::Zero(7, 8), lengths, ok, cache),
+  CHECK_THROWS_AS(synattn_test::forward_value(layer, {MatrixD::Zero(6, 7), lengths, ok}, cache), synattn::Error);
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {MatrixD::Zero(6, 7), lengths, ok}, cache),
+                    Contains("x has 7 columns, expected 8"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {MatrixD::Zero(7, 8), lengths, ok}, cache),
                     Contains("x has 7 rows, not a multiple of the batch size 2"));
-  CHECK_THROWS_WITH(layer.forward(x, {3, 4}, ok, cache), Contains("lengths[1] = 4 is out of range [0, 3]"));
-  CHECK_THROWS_WITH(layer.forward(x, {-1, 2}, ok, cache), Contains("lengths[0] = -1"));
-  CHECK_THROWS_WITH(layer.forward(x, lengths, BucketBlock::Zero(6, 4), cache),
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, {3, 4}, ok}, cache),
+                    Contains("lengths[1] = 4 is out of range [0, 3]"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, {-1, 2}, ok}, cache), Contains("lengths[0] = -1"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, BucketBlock::Zero(6, 4)}, cache),
                     Contains("buckets is 6x4, expected 6x3"));
   BucketBlock high = ok;
   high(4, 2) = 5;  // linear M=4: 5 buckets, valid values [-1, 5)
-  CHECK_THROWS_WITH(layer.forward(x, lengths, high, cache),
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, high}, cache),
                     Contains("buckets(4, 2) = 5 (sequence 1, query 1, key 2) is out of range [-1, 5)"));
   BucketBlock low = ok;
   low(0, 1) = -2;
-  CHECK_THROWS_WITH(layer.forward(x, lengths, low, cache), Contains("buckets(0, 1) = -2"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, low}, cache), Contains("buckets(0, 1) = -2"));
   MatrixD nan = x;
   nan(4, 6) = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_WITH(layer.forward(nan, lengths, ok, cache),
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {nan, lengths, ok}, cache),
                     Contains("x(4, 6) = nan is not finite (sequence 1, position 1)"));
   MatrixD out_wrong(5, 8);
-  CHECK_THROWS_WITH(layer.forward(x, lengths, ok, cache, out_wrong), Contains("out is 5x8, expected 6x8"));
-  CHECK_THROWS_WITH(layer.forward(x, lengths, cache), Contains("pass the bucket block"));
+  CHECK_THROWS_WITH(layer.forward({x, lengths, ok}, cache, out_wrong), Contains("out is 5x8, expected 6x8"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths}, cache), Contains("pass the bucket block"));
 
   // Backward.
   Layer::Cache fresh;
-  CHECK_THROWS_WITH(layer.backward(fresh, x), Contains("the cache holds no forward pass"));
-  layer.forward(x, lengths, ok, cache);
-  CHECK_THROWS_WITH(layer.backward(cache, MatrixD::Zero(6, 5)), Contains("dout is 6x5, expected 6x8"));
+  CHECK_THROWS_WITH(synattn_test::backward_value(layer, fresh, x), Contains("the cache holds no forward pass"));
+  synattn_test::forward_value(layer, {x, lengths, ok}, cache);
+  CHECK_THROWS_WITH(synattn_test::backward_value(layer, cache, MatrixD::Zero(6, 5)),
+                    Contains("dout is 6x5, expected 6x8"));
   MatrixD inf = x;
   inf(2, 0) = std::numeric_limits<double>::infinity();
-  CHECK_THROWS_WITH(layer.backward(cache, inf), Contains("dout(2, 0) = inf is not finite"));
+  CHECK_THROWS_WITH(synattn_test::backward_value(layer, cache, inf), Contains("dout(2, 0) = inf is not finite"));
   MatrixD dx_wrong(6, 9), dmem(6, 8);
-  CHECK_THROWS_WITH(layer.backward(cache, x, dx_wrong), Contains("dx is 6x9, expected 6x8"));
+  CHECK_THROWS_WITH(layer.backward(cache, x, {dx_wrong}), Contains("dx is 6x9, expected 6x8"));
   MatrixD dxq(6, 8);
-  CHECK_THROWS_WITH(layer.backward_cross(cache, x, dxq, dmem), Contains("call backward"));
+  // The cache decides self or cross: a self-attention pass has no memory.
+  CHECK_THROWS_WITH(layer.backward(cache, x, {dxq, dmem}), Contains("has no memory; leave dmemory out"));
   Eigen::VectorXd short_grads(3);
   MatrixD dx(6, 8);
-  CHECK_THROWS_WITH(static_cast<const Layer&>(layer).backward(cache, x, dx, short_grads),
+  CHECK_THROWS_WITH(static_cast<const Layer&>(layer).backward(cache, x, {dx}, short_grads),
                     Contains("gradients has 3 entries"));
   AttentionOptions other = o;
   other.talking_heads_pre = true;
   Layer layer2(other);
-  CHECK_THROWS_WITH(layer2.backward(cache, x), Contains("the cache was filled by a layer with"));
+  CHECK_THROWS_WITH(synattn_test::backward_value(layer2, cache, x), Contains("the cache was filled by a layer with"));
 
   // Cross-attention.
-  CHECK_THROWS_WITH(layer.forward_cross(x, lengths, x, {3}, ok, cache), Contains("lengths_kv has 1"));
-  CHECK_THROWS_WITH(layer.forward_cross(x, lengths, MatrixD::Zero(4, 8), {2, 3}, BucketBlock::Zero(6, 2), cache),
-                    Contains("lengths_kv[1] = 3 is out of range [0, 2]"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(layer, {x, lengths, x, {3}, ok}, cache), Contains("lengths_kv has 1"));
+  CHECK_THROWS_WITH(
+      synattn_test::forward_value(layer, {x, lengths, MatrixD::Zero(4, 8), {2, 3}, BucketBlock::Zero(6, 2)}, cache),
+      Contains("lengths_kv[1] = 3 is out of range [0, 2]"));
   AttentionOptions causal = o;
   causal.causal = true;
-  CHECK_THROWS_WITH(Layer(causal).forward_cross(x, lengths, x, lengths, ok, cache), Contains("self-attention only"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(Layer(causal), {x, lengths, x, lengths, ok}, cache),
+                    Contains("self-attention only"));
   AttentionOptions wide = o;
   wide.memory_size = 5;
-  CHECK_THROWS_WITH(Layer(wide).forward(x, lengths, ok, cache), Contains("memory_size == d_model"));
+  CHECK_THROWS_WITH(synattn_test::forward_value(Layer(wide), {x, lengths, ok}, cache),
+                    Contains("memory_size == d_model"));
 
   // Options.
   AttentionOptions bad(10, 3);
@@ -516,7 +525,7 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
   // With checking off, NaN input is the caller's business: no throw.
   AttentionOptions unchecked = o;
   unchecked.check_finite = false;
-  CHECK_NOTHROW(Layer(unchecked).forward(nan, lengths, ok, cache));
+  CHECK_NOTHROW(synattn_test::forward_value(Layer(unchecked), {nan, lengths, ok}, cache));
 }
 
 TEST_CASE("long sequences computed in row blocks match the reference and any thread count", "[attention][threads]") {
@@ -536,7 +545,7 @@ TEST_CASE("long sequences computed in row blocks match the reference and any thr
   const BucketBlock buckets = synattn_test::random_buckets(lengths, lengths, n, n, layer.num_buckets(), rng);
   const auto want = synattn_test::naive_attention(layer, x, lengths, x, lengths, buckets);
   Layer::Cache cache;
-  const MatrixD out = layer.forward(x, lengths, buckets, cache);
+  const MatrixD out = synattn_test::forward_value(layer, {x, lengths, buckets}, cache);
   INFO("causal " << causal);
   CHECK((out - want.out).cwiseAbs().maxCoeff() <= 1e-12 * want.out.cwiseAbs().maxCoeff());
   CHECK((cache.probabilities() - want.probs).cwiseAbs().maxCoeff() <= 1e-12);
@@ -544,10 +553,10 @@ TEST_CASE("long sequences computed in row blocks match the reference and any thr
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   Layer::Cache serial;
-  const MatrixD out1 = layer.forward(x, lengths, buckets, serial);
+  const MatrixD out1 = synattn_test::forward_value(layer, {x, lengths, buckets}, serial);
   omp_set_num_threads(2);
   Layer::Cache parallel;
-  const MatrixD out2 = layer.forward(x, lengths, buckets, parallel);
+  const MatrixD out2 = synattn_test::forward_value(layer, {x, lengths, buckets}, parallel);
   omp_set_num_threads(saved);
   CHECK(same_bits(out1, out2));
   CHECK(same_bits(serial.probabilities(), parallel.probabilities()));
@@ -572,7 +581,7 @@ TEST_CASE("long sequences: the row-blocked backward matches directional finite d
   const Run r = run(layer, x, lengths, x, lengths, buckets, G, false);
   const auto loss = [&](const MatrixD& xs) {
     Layer::Cache c;
-    return (layer.forward(xs, lengths, buckets, c).array() * G.array()).sum();
+    return (synattn_test::forward_value(layer, {xs, lengths, buckets}, c).array() * G.array()).sum();
   };
   const double eps = 1e-5;
   INFO("causal " << causal);
@@ -636,26 +645,28 @@ TEST_CASE("infer gives forward's output bit for bit and keeps nothing for backwa
   const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
 
   Layer::Cache cache;
-  const MatrixD trained =
-      c.cross ? layer.forward_cross(xq, lq, xkv, lkv, buckets, cache) : layer.forward(xq, lq, buckets, cache);
-  const MatrixD inferred = c.cross ? layer.infer_cross(xq, lq, xkv, lkv, buckets) : layer.infer(xq, lq, buckets);
+  const MatrixD trained = c.cross ? synattn_test::forward_value(layer, {xq, lq, xkv, lkv, buckets}, cache)
+                                  : synattn_test::forward_value(layer, {xq, lq, buckets}, cache);
+  const MatrixD inferred = c.cross ? synattn_test::infer_value(layer, {xq, lq, xkv, lkv, buckets})
+                                   : synattn_test::infer_value(layer, {xq, lq, buckets});
   CHECK(same_bits(trained, inferred));
 
   // The same cache object as a workspace: a filled cache gives the same
   // output, and afterwards refuses backward() with a message saying why.
   MatrixD out(xq.rows(), o.d_model);
   if (c.cross)
-    layer.infer_cross(xq, lq, xkv, lkv, buckets, cache, out);
+    layer.infer({xq, lq, xkv, lkv, buckets}, cache, out);
   else
-    layer.infer(xq, lq, buckets, cache, out);
+    layer.infer({xq, lq, buckets}, cache, out);
   CHECK(same_bits(trained, out));
   const MatrixD G = MatrixD::Ones(xq.rows(), o.d_model);
   MatrixD dx(xq.rows(), o.d_model), dmem(xkv.rows(), xkv.cols());
   if (c.cross)
-    CHECK_THROWS_WITH(layer.backward_cross(cache, G, dx, dmem), Catch::Contains("infer()"));
+    CHECK_THROWS_WITH(layer.backward(cache, G, {dx, dmem}), Catch::Contains("infer()"));
   else
-    CHECK_THROWS_WITH(layer.backward(cache, G, dx), Catch::Contains("infer()"));
+    CHECK_THROWS_WITH(layer.backward(cache, G, {dx}), Catch::Contains("infer()"));
   // infer validates like forward
   const std::vector<int> too_long = {8, 0, 1, 5};
-  if (!c.cross) CHECK_THROWS_WITH(layer.infer(xq, too_long, buckets), Catch::Contains("lengths[0] = 8"));
+  if (!c.cross)
+    CHECK_THROWS_WITH(synattn_test::infer_value(layer, {xq, too_long, buckets}), Catch::Contains("lengths[0] = 8"));
 }

@@ -210,6 +210,7 @@ class SyntaxBiasedAttention {
   // returns the padded sequence length(s).
   void check_backward(const char* fn, const Cache& cache, const Eigen::Ref<const Matrix>& dout,
                       const InputGradients& dinput, Index gradient_size) const;
+  void check_buckets_given(const char* fn, const Eigen::Ref<const BucketBlock>& buckets, Index query_rows) const;
   Index check_inputs(const char* fn, const SelfInput& in, Index out_rows, Index out_cols) const;
   std::pair<Index, Index> check_inputs(const char* fn, const CrossInput& in, Index out_rows, Index out_cols) const;
 

@@ -154,6 +154,17 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
                 std::to_string(store_.size()) + " (parameter_count())");
 }
 
+// An input built without buckets ({x, lengths}) for a layer that has a
+// syntax bias: say so, instead of a shape error about a 0 x 0 block.
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::check_buckets_given(const char* fn, const Eigen::Ref<const BucketBlock>& buckets,
+                                                        Index query_rows) const {
+  if (options_.syntax_bias && query_rows > 0 && buckets.rows() == 0 && buckets.cols() == 0)
+    throw Error(attention_detail::error_prefix(fn) +
+                "the layer has a syntax bias; pass the bucket block ({x, lengths, buckets}, from make_bucket_batch or "
+                "bucketize)");
+}
+
 template <class Scalar>
 Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInput& in, Index out_rows,
                                                   Index out_cols) const {
@@ -161,6 +172,7 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInpu
   if (dm_kv_ != options_.d_model)
     throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
                 std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  check_buckets_given(fn, in.buckets, in.x.rows());
   if (options_.syntax_bias) check_length_count(fn, "lengths", in.lengths.size(), "x", in.x.rows(), in.buckets.cols());
   const Index batch = static_cast<Index>(in.lengths.size());
   const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
@@ -180,6 +192,7 @@ std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* 
   using namespace attention_detail;
   if (options_.causal)
     throw Error(error_prefix(fn) + "causal masking is defined for self-attention only (options.causal is set)");
+  check_buckets_given(fn, in.buckets, in.x_q.rows());
   if (options_.syntax_bias)
     check_length_count(fn, "lengths_kv", in.lengths_kv.size(), "memory", in.memory.rows(), in.buckets.cols());
   const Index batch = static_cast<Index>(in.lengths_q.size());
