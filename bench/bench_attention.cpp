@@ -488,10 +488,10 @@ void BM_Layer(benchmark::State& state, std::size_t shape_index, bool backward, i
   // like PyTorch's forward under torch.no_grad() in pytorch_reference.py.
   const auto run_layer = [&] {
     if (backward) {
-      layer.forward(w.x, w.lengths, w.buckets, cache, out);
-      layer.backward(cache, w.dout, dx);
+      layer.forward({w.x, w.lengths, w.buckets}, cache, out);
+      layer.backward(cache, w.dout, {dx});
     } else {
-      layer.infer(w.x, w.lengths, w.buckets, cache, out);
+      layer.infer({w.x, w.lengths, w.buckets}, cache, out);
     }
   };
   GemmFloor floor(w);
@@ -575,10 +575,10 @@ void BM_ThreadRatio(benchmark::State& state, std::size_t shape_index, bool backw
     use_threads(threads);
     const auto t0 = Clock::now();
     if (backward) {
-      layer.forward(w.x, w.lengths, w.buckets, cache, out);
-      layer.backward(cache, w.dout, dx);
+      layer.forward({w.x, w.lengths, w.buckets}, cache, out);
+      layer.backward(cache, w.dout, {dx});
     } else {
-      layer.infer(w.x, w.lengths, w.buckets, cache, out);
+      layer.infer({w.x, w.lengths, w.buckets}, cache, out);
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::DoNotOptimize(dx.data());
@@ -656,8 +656,8 @@ int check_libtorch() {
   synattn::SyntaxBiasedAttention<Scalar> layer(layer_options(w.shape));
   synattn::AttentionCache<Scalar> cache;
   Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
-  layer.forward(w.x, w.lengths, w.buckets, cache, out);
-  layer.backward(cache, w.dout, dx);
+  layer.forward({w.x, w.lengths, w.buckets}, cache, out);
+  layer.backward(cache, w.dout, {dx});
   const auto peer = make_peer(w, layer);
   peer->forward_backward();
   Matrix t_out(out.rows(), out.cols()), t_dx(dx.rows(), dx.cols());

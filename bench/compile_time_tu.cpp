@@ -14,10 +14,11 @@ double run() {
   const std::vector<int> lengths{3};
   synattn::RowMajorMatrix<Scalar> x = synattn::RowMajorMatrix<Scalar>::Ones(3, 16);
   synattn::RowMajorMatrix<std::int8_t> buckets = synattn::RowMajorMatrix<std::int8_t>::Zero(3, 3);
-  synattn::AttentionCache<Scalar> cache;
-  const auto out = layer.forward(x, lengths, buckets, cache);
-  const auto dx = layer.backward(cache, out);
-  const auto y = layer.infer(x, lengths, buckets);
+  synattn::AttentionCache<Scalar> cache, workspace;
+  synattn::RowMajorMatrix<Scalar> out(3, 16), dx(3, 16), y(3, 16);
+  layer.forward({x, lengths, buckets}, cache, out);
+  layer.backward(cache, out, {dx});
+  layer.infer({x, lengths, buckets}, workspace, y);
   return double(out.sum() + dx.sum() + y.sum());
 }
 

@@ -127,7 +127,8 @@ int main(int argc, char** argv) {
     }
 
     synattn::SyntaxBiasedAttention<float>::Cache cache;
-    const synattn::RowMajorMatrix<float> out = layer.forward(x, lengths, buckets, cache);
+    synattn::RowMajorMatrix<float> out(x.rows(), layer.d_model());
+    layer.forward({x, lengths, buckets}, cache, out);
     std::cout << "forward: " << lengths.size() << " sequences of " << out.rows() / static_cast<long>(lengths.size())
               << " tokens -> out " << out.rows() << "x" << out.cols() << ", sum " << out.sum() << "\n"
               << "out row 0: " << out.row(0) << "\n";

@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
       o.bias.init = variant == 0 ? synattn::TableInit::Zero : synattn::TableInit::LinearDecay;
       Layer layer(o);
       Layer::Cache cache;
-      layer.forward(x, batch.lengths, buckets, cache);
+      Layer::Matrix out(x.rows(), d_model);
+      layer.forward({x, batch.lengths, buckets}, cache, out);
       // p[b, a, i, j] from the cache: mean over heads and query words per distance.
       std::vector<double> sum(max_d + 1, 0.0), pairs(max_d + 1, 0.0);
       for (int b = 0; b < count; ++b)
@@ -130,7 +131,8 @@ int main(int argc, char** argv) {
         Layer::Matrix dout = Layer::Matrix::Zero(x.rows(), d_model);
         for (int b = 0; b < count; ++b)
           dout.middleRows(static_cast<Eigen::Index>(b) * n, batch.lengths[static_cast<std::size_t>(b)]).setOnes();
-        const Layer::Matrix dx = layer.backward(cache, dout);
+        Layer::Matrix dx(x.rows(), d_model);
+        layer.backward(cache, dout, {dx});
         std::printf("\nbackward: |dL/dx| = %.4f, dL/ds = %.5f, dL/dT =", static_cast<double>(dx.norm()),
                     static_cast<double>(layer.gradient("scale")(0, 0)));
         const auto dt = layer.gradient("table");

@@ -18,9 +18,10 @@ int main() {
   const std::vector<synattn::DependencyTree> trees{synattn::DependencyTree({1, -1, 1})};
   const synattn::BucketBatch batch = synattn::make_bucket_batch(trees, options.bias.bucketing);
   const synattn::RowMajorMatrix<float> x = synattn::RowMajorMatrix<float>::Ones(3, 8);
-  synattn::AttentionCache<float> cache;
-  const synattn::RowMajorMatrix<float> trained = layer.forward(x, batch.lengths, batch.buckets, cache);
-  const synattn::RowMajorMatrix<float> inferred = layer.infer(x, batch.lengths, batch.buckets);
+  synattn::AttentionCache<float> cache, workspace;
+  synattn::RowMajorMatrix<float> trained(3, 8), inferred(3, 8);
+  layer.forward({x, batch.lengths, batch.buckets}, cache, trained);
+  layer.infer({x, batch.lengths, batch.buckets}, workspace, inferred);
   // Three equal tokens: every row attends to the same values, so the rows are
   // equal, and inference gives the training forward's output.
   if (trained != inferred || trained.row(0) != trained.row(1) || trained.row(1) != trained.row(2) ||

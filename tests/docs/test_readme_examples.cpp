@@ -61,10 +61,11 @@ int main() {
 
   SyntaxBiasedAttention<float> layer(options);      // the bias table starts at 0: plain attention
   RowMajorMatrix<float> x = RowMajorMatrix<float>::Random(batch.buckets.rows(), 64);  // one row per token
-  AttentionCache<float> cache;
-  RowMajorMatrix<float> y = layer.forward(x, batch.lengths, batch.buckets, cache);
+  AttentionCache<float> cache;                      // what backward needs
+  RowMajorMatrix<float> y(x.rows(), 64), dx(x.rows(), 64);
+  layer.forward({x, batch.lengths, batch.buckets}, cache, y);  // the input: tokens, lengths, buckets
   RowMajorMatrix<float> dy = RowMajorMatrix<float>::Ones(y.rows(), y.cols());   // dL/dy of L = sum(y)
-  RowMajorMatrix<float> dx = layer.backward(cache, dy);  // dL/dx; parameter gradients accumulate
+  layer.backward(cache, dy, {dx});                  // dL/dx; parameter gradients accumulate
   std::cout << "y: " << y.rows() << " x " << y.cols() << ", dL/dx: " << dx.rows() << " x " << dx.cols()
             << ", dL/dT: " << layer.gradient("table") << "\n";
   return 0;
@@ -140,15 +141,18 @@ synattn::SyntaxBiasedAttention<float> layer(options);     // table = 0: plain at
 // x: (batch * n, 512) row-major, one row per token; lengths: one per sequence;
 // buckets: (batch * n, n) int8 from bucketize (-1 = masked pair).
 synattn::AttentionCache<float> cache;                   // everything backward needs
-auto out = layer.forward(x, lengths, buckets, cache);   // (batch * n, 512)
-auto dx = layer.backward(cache, dout);                  // gradients accumulate in layer
+synattn::RowMajorMatrix<float> out(x.rows(), 512), dx(x.rows(), 512);
+layer.forward({x, lengths, buckets}, cache, out);       // out: (batch * n, 512)
+layer.backward(cache, dout, {dx});                      // dx = dL/dx; gradients accumulate in layer
 layer.visit_parameters([&](const synattn::ParameterInfo& info, auto value, auto grad) {
   if (info.trainable) value -= lr * grad;               // an optimiser step; info.name names it
   ++visited;
 });
 layer.zero_grad();
 
-auto y = layer.infer(x, lengths, buckets);               // inference: same output, keeps nothing
+synattn::AttentionCache<float> workspace;               // reusable buffers, one per concurrent call
+synattn::RowMajorMatrix<float> y(x.rows(), 512);
+layer.infer({x, lengths, buckets}, workspace, y);       // inference: same output, keeps nothing
 // end snippet
 
   CHECK(y.rows() == batch * n);
@@ -218,9 +222,11 @@ TEST_CASE("guide: training machinery, with a checkpoint", "[readme]") {
 Adam<double> opt(AdamOptions::adamw(1e-3), syntax_bias_groups(10.0));
 ProgressiveStrength<double> intro({ProgressiveOptions::Mode::Hold, 0.1, 1000});
 intro.begin(layer.parameter_infos(), layer.parameters());   // s = 0.1 before the first forward
+RowMajorMatrix<double> y(x.rows(), layer.d_model()), dx = y;
 for (long long t = 1; t <= steps; ++t) {
   layer.zero_grad();
-  layer.backward(cache, layer.forward(x, lengths, buckets, cache) - target);  // L = |y - target|^2 / 2
+  layer.forward({x, lengths, buckets}, cache, y);
+  layer.backward(cache, y - target, {dx});                   // L = |y - target|^2 / 2
   clip_grad_norm<double>(layer.parameter_infos(), layer.gradients(), 1.0);
   intro.before_step(t, layer.parameter_infos(), layer.parameters(), layer.gradients());
   opt.set_lr(1e-3 * warmup_inverse_sqrt(t, 4000));

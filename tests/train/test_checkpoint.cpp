@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include "support/attention_calls.hpp"
 
 using synattn::Adam;
 using synattn::AdamOptions;
@@ -484,9 +485,9 @@ struct Trainer {
   void step(Layer& layer, const Problem& p, long long t) {
     Layer::Cache cache;
     layer.zero_grad();
-    const MatrixD out = layer.forward(p.x, p.lengths, p.buckets, cache);
+    const MatrixD out = synattn_test::forward_value(layer, {p.x, p.lengths, p.buckets}, cache);
     const MatrixD dout = out - p.target;  // dL/dout: (batch * n, d_model)
-    layer.backward(cache, dout);
+    synattn_test::backward_value(layer, cache, dout);
     synattn::clip_grad_norm<double>(layer.parameter_infos(), layer.gradients(), 1.0);
     intro.before_step(t, layer.parameter_infos(), layer.parameters(), layer.gradients());
     opt.set_lr(0.02 * synattn::warmup_cosine(t, 2, 10, 0.1));

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "support/attention_calls.hpp"
 
 using namespace synattn;
 using synattn_test::TempDir;
@@ -59,7 +60,8 @@ TEST_CASE("a layer's weights saved and loaded into a layer drawn from another se
 
   const BucketBatch batch = make_bucket_batch(kTrees, saved.options().bias.bucketing);
   const RowMajorMatrix<double> x = RowMajorMatrix<double>::Random(2 * batch.n_max, 8);
-  CHECK(loaded.infer(x, batch.lengths, batch.buckets) == saved.infer(x, batch.lengths, batch.buckets));
+  CHECK(synattn_test::infer_value(loaded, {x, batch.lengths, batch.buckets}) ==
+        synattn_test::infer_value(saved, {x, batch.lengths, batch.buckets}));
 }
 
 TEST_CASE("a tagger's weights round-trip bit for bit, and its predictions with them", "[checkpoint][weights]") {

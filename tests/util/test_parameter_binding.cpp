@@ -13,6 +13,7 @@
 
 #include <random>
 #include <vector>
+#include "support/attention_calls.hpp"
 
 using namespace synattn;
 using MatrixD = RowMajorMatrix<double>;
@@ -162,14 +163,14 @@ TEST_CASE("SyntaxBiasedAttention bound to an outside buffer: same results, gradi
   const Inputs in = make_inputs();
   SyntaxBiasedAttention<double> plain(o);
   AttentionCache<double> c1, c2;
-  const MatrixD y1 = plain.forward(in.x, in.lengths, in.buckets, c1);
-  const MatrixD dx1 = plain.backward(c1, in.dout);
+  const MatrixD y1 = synattn_test::forward_value(plain, {in.x, in.lengths, in.buckets}, c1);
+  const MatrixD dx1 = synattn_test::backward_value(plain, c1, in.dout);
 
   SyntaxBiasedAttention<double> bound(o);
   VectorD values = VectorD::Zero(bound.parameter_count() + 3), grads = VectorD::Zero(values.size());
   bind_layer(bound, values, grads, 3, nullptr);
-  const MatrixD y2 = bound.forward(in.x, in.lengths, in.buckets, c2);
-  const MatrixD dx2 = bound.backward(c2, in.dout);
+  const MatrixD y2 = synattn_test::forward_value(bound, {in.x, in.lengths, in.buckets}, c2);
+  const MatrixD dx2 = synattn_test::backward_value(bound, c2, in.dout);
   CHECK(y1 == y2);
   CHECK(dx1 == dx2);
   CHECK(grads.segment(3, plain.parameter_count()) == plain.gradients());
@@ -183,7 +184,7 @@ TEST_CASE("SyntaxBiasedAttention bound to an outside buffer: same results, gradi
   SyntaxBiasedAttention<double> copy = bound;
   CHECK(!copy.parameter_store().bound());
   AttentionCache<double> c3;
-  CHECK(copy.forward(in.x, in.lengths, in.buckets, c3) == y1);
+  CHECK(synattn_test::forward_value(copy, {in.x, in.lengths, in.buckets}, c3) == y1);
   copy.Wq()(0, 0) += 1;
   CHECK(values(3) == plain.Wq()(0, 0));
 }
@@ -201,20 +202,20 @@ TEST_CASE("Two attention layers sharing one table and scale: gradients add up in
   // separate layers, for the expected sums
   SyntaxBiasedAttention<double> a0 = a, b0 = b;
   AttentionCache<double> ca, cb;
-  a0.forward(in.x, in.lengths, in.buckets, ca);
-  a0.backward(ca, in.dout);
-  b0.forward(in.x, in.lengths, in.buckets, cb);
-  b0.backward(cb, in.dout);
+  synattn_test::forward_value(a0, {in.x, in.lengths, in.buckets}, ca);
+  synattn_test::backward_value(a0, ca, in.dout);
+  synattn_test::forward_value(b0, {in.x, in.lengths, in.buckets}, cb);
+  synattn_test::backward_value(b0, cb, in.dout);
 
   const Index shared[2] = {0, 5};  // table (5 buckets) at 0, scale at 5
   VectorD values = VectorD::Zero(6 + a.parameter_count() + b.parameter_count());
   VectorD grads = VectorD::Zero(values.size());
   bind_layer(a, values, grads, 6, shared);
   bind_layer(b, values, grads, 6 + a.parameter_count() - 6, shared);
-  a.forward(in.x, in.lengths, in.buckets, ca);
-  a.backward(ca, in.dout);
-  b.forward(in.x, in.lengths, in.buckets, cb);
-  b.backward(cb, in.dout);
+  synattn_test::forward_value(a, {in.x, in.lengths, in.buckets}, ca);
+  synattn_test::backward_value(a, ca, in.dout);
+  synattn_test::forward_value(b, {in.x, in.lengths, in.buckets}, cb);
+  synattn_test::backward_value(b, cb, in.dout);
   const MatrixD want_table = a0.gradient("table") + b0.gradient("table");
   for (Index i = 0; i < 5; ++i) CHECK(grads(i) == Approx(want_table(0, i)).epsilon(1e-14));
   CHECK(grads(5) == Approx(a0.gradient("scale")(0, 0) + b0.gradient("scale")(0, 0)).epsilon(1e-14));

@@ -91,10 +91,10 @@ int run(const Args& a) {
   const bool backward = a.pass == "fwdbwd";
   const auto step = [&] {
     if (backward) {
-      layer.forward(x, lengths, buckets, cache, out);
-      layer.backward(cache, dout, dx);
+      layer.forward({x, lengths, buckets}, cache, out);
+      layer.backward(cache, dout, {dx});
     } else {
-      layer.infer(x, lengths, buckets, cache, out);
+      layer.infer({x, lengths, buckets}, cache, out);
     }
   };
   for (int i = 0; i < 3; ++i) step();
