@@ -9,36 +9,52 @@
 
 namespace synattn_test {
 
-// forward() into a new (rows of x or x_q, d_model) matrix.
+namespace attention_calls_detail {
+template <class Scalar>
+Eigen::Index query_rows(const synattn::SelfAttentionInput<Scalar>& input) {
+  return input.x.rows();
+}
+template <class Scalar>
+Eigen::Index query_rows(const synattn::CrossAttentionInput<Scalar>& input) {
+  return input.x_q.rows();
+}
+template <class Layer, class Input>
+typename Layer::Matrix forward(const Layer& layer, const Input& input, typename Layer::Cache& cache,
+                               const synattn::RandomStream* dropout) {
+  typename Layer::Matrix out(query_rows(input), layer.d_model());
+  layer.forward(input, cache, out, dropout);
+  return out;
+}
+template <class Layer, class Input>
+typename Layer::Matrix infer(const Layer& layer, const Input& input) {
+  typename Layer::Cache workspace;
+  typename Layer::Matrix out(query_rows(input), layer.d_model());
+  layer.infer(input, workspace, out);
+  return out;
+}
+}  // namespace attention_calls_detail
+
+// forward() into a new (rows of x or x_q, d_model) matrix. (The input types
+// are spelled out so that a braced {x, lengths, buckets} converts.)
 template <class Layer>
 typename Layer::Matrix forward_value(const Layer& layer, const typename Layer::SelfInput& input,
                                      typename Layer::Cache& cache, const synattn::RandomStream* dropout = nullptr) {
-  typename Layer::Matrix out(input.x.rows(), layer.d_model());
-  layer.forward(input, cache, out, dropout);
-  return out;
+  return attention_calls_detail::forward(layer, input, cache, dropout);
 }
 template <class Layer>
 typename Layer::Matrix forward_value(const Layer& layer, const typename Layer::CrossInput& input,
                                      typename Layer::Cache& cache, const synattn::RandomStream* dropout = nullptr) {
-  typename Layer::Matrix out(input.x_q.rows(), layer.d_model());
-  layer.forward(input, cache, out, dropout);
-  return out;
+  return attention_calls_detail::forward(layer, input, cache, dropout);
 }
 
 // infer() with a workspace of its own.
 template <class Layer>
 typename Layer::Matrix infer_value(const Layer& layer, const typename Layer::SelfInput& input) {
-  typename Layer::Cache workspace;
-  typename Layer::Matrix out(input.x.rows(), layer.d_model());
-  layer.infer(input, workspace, out);
-  return out;
+  return attention_calls_detail::infer(layer, input);
 }
 template <class Layer>
 typename Layer::Matrix infer_value(const Layer& layer, const typename Layer::CrossInput& input) {
-  typename Layer::Cache workspace;
-  typename Layer::Matrix out(input.x_q.rows(), layer.d_model());
-  layer.infer(input, workspace, out);
-  return out;
+  return attention_calls_detail::infer(layer, input);
 }
 
 // Self-attention backward(): returns dL/dx, adds into the layer's gradients.

@@ -172,7 +172,7 @@ class BiasTerms {
     }
   }
 
- private:
+ protected:
   const BiasTableOptions* options_;
   int heads_;
   const Scalar* table_;
@@ -185,42 +185,39 @@ class BiasTerms {
 // shared or `heads` per head), the scale s, and their gradients. Cheap to copy;
 // the storage and the options must outlive it.
 template <class Scalar>
-class BiasTableRef {
+class BiasTableRef : public BiasTerms<Scalar> {
+  using Terms = BiasTerms<Scalar>;
+
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using BucketBlock = RowMajorMatrix<std::int8_t>;
 
   BiasTableRef(const BiasTableOptions& options, int heads, Scalar* table, Scalar* scale, Scalar* table_gradient,
                Scalar* scale_gradient)
-      : options_(&options),
-        heads_(heads),
-        table_(table),
-        scale_(scale),
-        table_gradient_(table_gradient),
-        scale_gradient_(scale_gradient) {}
+      : Terms(options, heads, table, scale, table_gradient, scale_gradient),
+        mutable_table_(table),
+        mutable_scale_(scale) {}
 
-  const BiasTableOptions& options() const noexcept { return *options_; }
-  int heads() const noexcept { return heads_; }
-  Index rows() const noexcept { return options_->per_head ? heads_ : 1; }
-  Index num_buckets() const noexcept { return options_->num_buckets(); }
-  bool table_learnable() const noexcept { return options_->table_learnable; }
-  bool scale_learnable() const noexcept { return options_->scale_learnable; }
-  // The table row head `head` reads (0 when shared).
-  Index row_of(int head) const noexcept { return options_->per_head ? head : 0; }
+  // options(), heads(), rows(), num_buckets(), row_of(), shifted_row() and
+  // apply_histogram() come from BiasTerms.
+  bool table_learnable() const noexcept { return this->options_->table_learnable; }
+  bool scale_learnable() const noexcept { return this->options_->scale_learnable; }
 
-  Eigen::Map<Matrix> table() const { return Eigen::Map<Matrix>(table_, rows(), num_buckets()); }
-  Eigen::Map<Matrix> table_gradient() const { return Eigen::Map<Matrix>(table_gradient_, rows(), num_buckets()); }
-  Scalar& scale() const noexcept { return *scale_; }
-  Scalar& scale_gradient() const noexcept { return *scale_gradient_; }
+  Eigen::Map<Matrix> table() const { return Eigen::Map<Matrix>(mutable_table_, this->rows(), this->num_buckets()); }
+  Eigen::Map<Matrix> table_gradient() const {
+    return Eigen::Map<Matrix>(this->table_gradient_, this->rows(), this->num_buckets());
+  }
+  Scalar& scale() const noexcept { return *mutable_scale_; }
+  Scalar& scale_gradient() const noexcept { return *this->scale_gradient_; }
 
   // Table and scale back to their initial values (options.init, options.scale).
   void initialise() const {
-    initialise_table<Scalar>(*options_, table());
-    *scale_ = static_cast<Scalar>(options_->scale);
+    initialise_table<Scalar>(*this->options_, table());
+    *mutable_scale_ = static_cast<Scalar>(this->options_->scale);
   }
   void zero_grad() const {
     table_gradient().setZero();
-    *scale_gradient_ = Scalar(0);
+    *this->scale_gradient_ = Scalar(0);
   }
 
   // bias(i, j) = s * T[row_of(head), buckets(i, j)], or -inf where the bucket
@@ -232,7 +229,7 @@ class BiasTableRef {
       throw Error("BiasTable::gather: bias is " + shape_text(bias.rows(), bias.cols()) + " but buckets are " +
                   shape_text(buckets.rows(), buckets.cols()));
     Scalar shifted[kMaxTableBuckets + 1];
-    shifted_row(head, shifted);
+    this->shifted_row(head, shifted);
     for (Index i = 0; i < buckets.rows(); ++i)
       for (Index j = 0; j < buckets.cols(); ++j) bias(i, j) = shifted[buckets(i, j) + 1];
   }
@@ -250,41 +247,34 @@ class BiasTableRef {
     Scalar hist[kMaxTableBuckets + 1] = {};
     for (Index i = 0; i < buckets.rows(); ++i)
       for (Index j = 0; j < buckets.cols(); ++j) hist[buckets(i, j) + 1] += dbias(i, j);
-    apply_histogram(head, hist);
+    this->apply_histogram(head, hist);
   }
 
   // The kernels' read-only view of this table, with its gradient storage.
-  BiasTerms<Scalar> terms() const noexcept {
-    return BiasTerms<Scalar>(*options_, heads_, table_, scale_, table_gradient_, scale_gradient_);
-  }
-  // Kernel pieces (no checks): see BiasTerms.
-  void shifted_row(int head, Scalar* out) const noexcept { terms().shifted_row(head, out); }
-  void apply_histogram(int head, const Scalar* hist) const noexcept { terms().apply_histogram(head, hist); }
+  BiasTerms<Scalar> terms() const noexcept { return *this; }
 
  private:
   void check_head(const char* fn, int head) const {
-    if (head < 0 || head >= heads_)
+    if (head < 0 || head >= this->heads_)
       throw Error(std::string("BiasTable::") + fn + ": head " + std::to_string(head) + " out of range [0, " +
-                  std::to_string(heads_) + ")");
+                  std::to_string(this->heads_) + ")");
   }
   void check_block(const char* fn, const Eigen::Ref<const BucketBlock>& buckets) const {
-    const int nb = static_cast<int>(num_buckets());
+    const int nb = static_cast<int>(this->num_buckets());
     for (Index i = 0; i < buckets.rows(); ++i)
       for (Index j = 0; j < buckets.cols(); ++j) {
         const int v = buckets(i, j);
         if (v < -1 || v >= nb)
           throw Error(std::string("BiasTable::") + fn + ": buckets(" + std::to_string(i) + ", " + std::to_string(j) +
                       ") = " + std::to_string(v) + " is out of range [-1, " + std::to_string(nb) + ") for " +
-                      options_->bucketing.describe());
+                      this->options_->bucketing.describe());
       }
   }
 
-  const BiasTableOptions* options_;
-  int heads_;
-  Scalar* table_;
-  Scalar* scale_;
-  Scalar* table_gradient_;
-  Scalar* scale_gradient_;
+  // The base's read-only storage, writable: a BiasTableRef is made from
+  // mutable storage only.
+  Scalar* mutable_table_;
+  Scalar* mutable_scale_;
 };
 
 // A standalone table that owns its parameters ("table" and "scale" in one
