@@ -11,7 +11,6 @@
 
 namespace synattn {
 
-
 // With G = dL/dout (B*n_q, d):
 //   1. dctx = G Wo, dWo += G^T ctx, dbo += colsum G
 //   2. per (sequence, head), reversing phase 2 of the forward:
@@ -42,8 +41,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     attend_backward_fused(c, g);
   else
     attend_backward_mixed(c, g);
-  Eigen::Ref<Matrix> dmemory = dinput.dmemory;  // a view of the caller's matrix
-  input_projection_backward(c, dinput.dx, c.cross_ ? &dmemory : nullptr, grads);
+  input_projection_backward(c, dinput, grads);
   reduce_partials(c, g, grads);
 }
 
@@ -54,13 +52,14 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
   using attention_detail::add_row_sums;
   const Index d = options_.d_model, hdv = Index(options_.heads) * dv_, rows = c.batch_ * c.n_q_;
   const Eigen::Map<const Matrix> wo(store_.value_data(id_.wo), d, hdv);  // Wo: (d, h*dv)
-  Eigen::Map<Matrix> dwo(grad_at(grads, id_.wo), d, hdv);                 // dWo: (d, h*dv)
-  Scalar* dbo = grad_at(grads, id_.bo);                                   // dbo: (d)
+  Eigen::Map<Matrix> dwo(grad_at(grads, id_.wo), d, hdv);                // dWo: (d, h*dv)
+  Scalar* dbo = grad_at(grads, id_.bo);                                  // dbo: (d)
   c.dctx_.resize(rows, hdv);
   if (rows == 0) return;  // no rows: nothing to add (and no column blocks of empty matrices)
   // dctx (B*n_q, h*dv) = G (B*n_q, d) Wo (d, h*dv)
-  parallel_chunks(rows, double(wo.size()),
-                  [&](Index r0, Index m) { kernels::product<Scalar>(c.dctx_.middleRows(r0, m), dout.middleRows(r0, m), wo); });
+  parallel_chunks(rows, double(wo.size()), [&](Index r0, Index m) {
+    kernels::product<Scalar>(c.dctx_.middleRows(r0, m), dout.middleRows(r0, m), wo);
+  });
   // dWo[r0:r0+m] (m, h*dv) += G[:, r0:r0+m]^T (m, B*n_q) ctx (B*n_q, h*dv); dbo[r0:r0+m] (m) += colsum G[:, r0:r0+m]
   parallel_chunks(d, double(rows) * double(hdv), [&](Index r0, Index m) {
     kernels::product<Scalar>(dwo.middleRows(r0, m), dout.middleCols(r0, m), c.ctx_, kernels::Transpose::lhs,
@@ -128,8 +127,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attent
   if (drop) c.dropped_.resize(team_size(context_work) * nq, nkv);
   parallel_for_threads(tasks, context_work, [&](Index t, int thread) {
     context_backward<Scalar>(block_of(c.dscore_, t, nq, nkv),
-                             block_of(static_cast<const Matrix&>(post ? c.mixed_ : c.probs_), t, nq, nkv),
-                             c.dctx_, kvsrc, dkvsrc, g, t / H, static_cast<int>(t % H), 0, Accumulate::overwrite,
+                             block_of(static_cast<const Matrix&>(post ? c.mixed_ : c.probs_), t, nq, nkv), c.dctx_,
+                             kvsrc, dkvsrc, g, t / H, static_cast<int>(t % H), 0, Accumulate::overwrite,
                              drop ? c.dropped_.data() + Index(thread) * nq * nkv : nullptr, drop ? &mask : nullptr);
   });
   Matrix* dP = &c.dscore_;
@@ -163,13 +162,15 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attent
 
 // 3. Input projections.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::Ref<Matrix> dx_q,
-                                                              Eigen::Ref<Matrix>* dmemory, const GradientTarget& grads) const {
+void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, const InputGradients& dinput,
+                                                              const GradientTarget& grads) const {
   using attention_detail::add_row_sums;
   using ConstMap = Eigen::Map<const Matrix>;
   using Map = Eigen::Map<Matrix>;
   const Index d = options_.d_model, hdk = Index(options_.heads) * dk_, hdv = Index(options_.heads) * dv_;
   const Index nq_rows = c.batch_ * c.n_q_, nkv_rows = c.batch_ * c.n_kv_;
+  Eigen::Ref<Matrix> dx = dinput.dx;  // writable views of the caller's matrices (dinput is const)
+  Eigen::Ref<Matrix> dmemory = dinput.dmemory;
   // With no rows a gradient term is zero: skipped, which also keeps column
   // blocks of empty matrices (null data) out of the products.
   if (!c.cross_) {
@@ -185,8 +186,9 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
       add_row_sums(c.dqkv_.middleCols(r0, m), db + r0);
     });
     // dx (B*n, d) = dqkv (B*n, rows) [Wq; Wk; Wv] (rows, d)
-    parallel_chunks(nq_rows, double(w.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w); });
+    parallel_chunks(nq_rows, double(w.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dx.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w);
+    });
   } else {
     const ConstMap w_q(store_.value_data(id_.wq), hdk, d);              // Wq: (h*dk, d)
     const ConstMap w_kv(store_.value_data(id_.wk), hdk + hdv, dm_kv_);  // [Wk; Wv]: (h*dk + h*dv, d_mem)
@@ -210,13 +212,14 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, Eigen::R
         add_row_sums(c.dkv_.middleCols(r0, m), db_kv + r0);
       });
     }
-    Eigen::Ref<Matrix>& dmem = *dmemory;
     // dx_q (B*n_q, d) = dq (B*n_q, h*dk) Wq (h*dk, d)
-    parallel_chunks(nq_rows, double(w_q.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dx_q.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w_q); });
+    parallel_chunks(nq_rows, double(w_q.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dx.middleRows(r0, m), c.dqkv_.middleRows(r0, m), w_q);
+    });
     // dmemory (B*n_kv, d_mem) = dkv (B*n_kv, h*dk + h*dv) [Wk; Wv] (h*dk + h*dv, d_mem)
-    parallel_chunks(c.batch_ * c.n_kv_, double(w_kv.size()),
-                    [&](Index r0, Index m) { kernels::product<Scalar>(dmem.middleRows(r0, m), c.dkv_.middleRows(r0, m), w_kv); });
+    parallel_chunks(c.batch_ * c.n_kv_, double(w_kv.size()), [&](Index r0, Index m) {
+      kernels::product<Scalar>(dmemory.middleRows(r0, m), c.dkv_.middleRows(r0, m), w_kv);
+    });
   }
 }
 

@@ -13,8 +13,7 @@ namespace synattn {
 
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, attention_detail::Pass pass,
-                                                  Index batch, Index n_q, Index n_kv,
-                                                  const std::vector<int>& lengths_q,
+                                                  Index batch, Index n_q, Index n_kv, const std::vector<int>& lengths_q,
                                                   const std::vector<int>& lengths_kv) const {
   const bool cross = kind == AttentionKind::cross;
   const bool training = pass == attention_detail::Pass::training;
@@ -65,7 +64,6 @@ void SyntaxBiasedAttention<Scalar>::set_dropout(Cache& c, const RandomStream* dr
   // One division here, so the mask passes only multiply.
   c.keep_scale_ = static_cast<Scalar>(1.0 / (1.0 - options_.dropout));
 }
-
 
 template <class Scalar>
 attention_detail::BlockGeometry SyntaxBiasedAttention<Scalar>::geometry(const Cache& c) const {
@@ -223,7 +221,7 @@ void SyntaxBiasedAttention<Scalar>::attend_mixed(Cache& c, const attention_detai
   const double block = double(tasks) * double(nq) * double(nkv);
   parallel_for(tasks, block * double(g.dk), [&](Index t) {
     BlockMap S = block_of(pre ? c.raw_ : c.probs_, t, nq, nkv);  // (n_q, n_kv)
-    S.setZero();  // the mixing reads every entry
+    S.setZero();                                                 // the mixing reads every entry
     attention_scores<Scalar>(S, c.qkv_, kvsrc, g, t / H, static_cast<int>(t % H), 0, inv_sqrt_dk_);
   });
   const Eigen::Map<const Matrix> m_pre(pre ? store_.value_data(id_.pre) : nullptr, H, H);
@@ -233,8 +231,8 @@ void SyntaxBiasedAttention<Scalar>::attend_mixed(Cache& c, const attention_detai
   parallel_for(tasks, block * kSoftmaxWork, [&](Index t) {
     BlockMap P = block_of(c.probs_, t, nq, nkv);  // (n_q, n_kv)
     Scalar* inv = c.inv_sum_.data() + t * nq;     // (n_q)
-    softmax_numerators_block<Scalar>(P, buckets.data(), buckets.outerStride(), table, g, t / H,
-                                     static_cast<int>(t % H), 0, inv);
+    softmax_numerators_block<Scalar>(P, buckets.data(), buckets.outerStride(), table, g, t / H, static_cast<int>(t % H),
+                                     0, inv);
     for (Index i = 0; i < nq; ++i) P.row(i) *= inv[i];
   });
   if (post) parallel_for(g.batch, block * H, [&](Index b) { mix_heads<Scalar>(m_post, c.probs_, c.mixed_, g, b); });

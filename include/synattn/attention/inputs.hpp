@@ -2,8 +2,9 @@
 // input (x, its lengths and its buckets together), a cross-attention input
 // (queries, memory, both lengths and the buckets), and the input gradients a
 // backward pass writes. They are views: they point at the caller's matrices
-// and vectors and copy nothing, so build them in the call, or keep them no
-// longer than what they view.
+// and vectors and copy nothing (an expression that is not a row-major matrix,
+// such as x.cast<float>(), is evaluated once into the view), so build them in
+// the call, or keep them no longer than what they view.
 //
 //   layer.forward({x, lengths, buckets}, cache, out);                 // self
 //   layer.forward({x_q, lengths_q, memory, lengths_kv, buckets}, cache, out);

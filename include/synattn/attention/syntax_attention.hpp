@@ -248,8 +248,8 @@ class SyntaxBiasedAttention {
                                   const GradientTarget& gradients) const;
   void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
   void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
-  void input_projection_backward(Cache& cache, Eigen::Ref<Matrix> dx_q, Eigen::Ref<Matrix>* dmemory,
-                                 const GradientTarget& gradients) const;
+  // Writes dinput.dx, and dinput.dmemory for a cross-attention cache.
+  void input_projection_backward(Cache& cache, const InputGradients& dinput, const GradientTarget& gradients) const;
   void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g,
                        const GradientTarget& gradients) const;
   // True when backward() accumulates bucket histograms (a learnable table or scale).
