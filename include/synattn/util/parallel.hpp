@@ -208,13 +208,37 @@ inline void set_contention_guard(bool on) noexcept {
 // Otherwise it opens a region with the full team, whose threads take tasks
 // in order from a shared counter. Inside a team Eigen runs every product
 // serially; a serial loop gets the same by parallel_detail::SerialProducts.
-template <class Body>
-void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
+namespace parallel_detail {
+
+// A borrowed task body, callable as body(t, thread): a pointer to the
+// caller's callable and the one function that knows its type. It lets every
+// parallel loop of a program share one parallel region (run_tasks below)
+// instead of an OpenMP region, its outlined function and its exception
+// handling compiled again for every lambda: about half the code of a
+// translation unit using the layer was those copies. One indirect call per
+// task costs nothing next to a task (a block of rows or a head).
+class TaskRef {
+ public:
+  template <class Callable>
+  explicit TaskRef(const Callable& body) noexcept : body_(&body), call_(&invoke<Callable>) {}
+  void operator()(std::ptrdiff_t t, int thread) const { call_(body_, t, thread); }
+
+ private:
+  template <class Callable>
+  static void invoke(const void* body, std::ptrdiff_t t, int thread) {
+    (*static_cast<const Callable*>(body))(t, thread);
+  }
+  const void* body_;
+  void (*call_)(const void*, std::ptrdiff_t, int);
+};
+
+// parallel_for_threads without the template: see there.
+inline void run_tasks(std::ptrdiff_t count, double work, TaskRef body) {
   if (count <= 0) return;
 #if defined(_OPENMP)
   if (runs_parallel(work)) {
-    if ((count == 1 || parallel_detail::contended_now()) && parallel_detail::SerialProducts::possible()) {
-      parallel_detail::SerialProducts serial;
+    if ((count == 1 || contended_now()) && SerialProducts::possible()) {
+      SerialProducts serial;
       for (std::ptrdiff_t t = 0; t < count; ++t) body(t, 0);
       return;
     }
@@ -222,11 +246,11 @@ void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
     std::ptrdiff_t error_task = count;
     std::atomic<std::ptrdiff_t> next{0};
     std::atomic<std::int64_t> busiest{0};
-    const std::int64_t start = parallel_detail::now_ns();
+    const std::int64_t start = now_ns();
 #pragma omp parallel
     {
       const int thread = omp_get_thread_num();
-      const std::int64_t entered = parallel_detail::thread_cpu_ns();
+      const std::int64_t entered = thread_cpu_ns();
       for (std::ptrdiff_t t = next.fetch_add(1, std::memory_order_relaxed); t < count;
            t = next.fetch_add(1, std::memory_order_relaxed)) {
         try {
@@ -241,13 +265,13 @@ void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
           }
         }
       }
-      const std::int64_t mine = parallel_detail::thread_cpu_ns() - entered;
+      const std::int64_t mine = thread_cpu_ns() - entered;
       std::int64_t seen = busiest.load(std::memory_order_relaxed);
       while (mine > seen && !busiest.compare_exchange_weak(seen, mine, std::memory_order_relaxed)) {
       }
     }
-    const std::int64_t end = parallel_detail::now_ns();
-    parallel_detail::record_region(end, end - start, busiest.load(std::memory_order_relaxed));
+    const std::int64_t end = now_ns();
+    record_region(end, end - start, busiest.load(std::memory_order_relaxed));
     if (error) std::rethrow_exception(error);
     return;
   }
@@ -255,6 +279,15 @@ void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
   (void)work;
 #endif
   for (std::ptrdiff_t t = 0; t < count; ++t) body(t, 0);
+}
+
+}  // namespace parallel_detail
+
+template <class Body>
+void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
+  // A const call operator whatever the body's is, so TaskRef needs no cast.
+  const auto call = [&body](std::ptrdiff_t t, int thread) { body(t, thread); };
+  parallel_detail::run_tasks(count, work, parallel_detail::TaskRef(call));
 }
 
 // body(t) for every t in [0, count); see parallel_for_threads.
