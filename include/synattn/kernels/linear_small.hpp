@@ -62,8 +62,11 @@ inline bool uses_small_linear(Index m) {
 // matrices qualify), B a row-major (n, k) matrix. C is overwritten. With a
 // bias, the product accumulates onto C filled with the bias rows, which
 // costs what its own zero fill costs, instead of a separate pass adding it.
-template <class Scalar, class DstC, class SrcA, class SrcB>
-inline void linear_product(DstC&& C, const SrcA& A, const SrcB& B, const Scalar* bias = nullptr) {
+// Views, not expression templates: one instantiation per Scalar, whatever
+// blocks the callers pass.
+template <class Scalar>
+inline void linear_product(Eigen::Ref<RowMajorMatrix<Scalar>> C, const Eigen::Ref<const RowMajorMatrix<Scalar>>& A,
+                           const Eigen::Ref<const RowMajorMatrix<Scalar>>& B, const Scalar* bias = nullptr) {
   using BiasRow = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
   SYNATTN_ASSERT(B.cols() == A.cols() && C.rows() == A.rows() && C.cols() == B.rows());
 #if defined(SYNATTN_HAVE_AVX512_LINEAR)

@@ -100,21 +100,16 @@ void product(Eigen::Ref<RowMajorMatrix<Scalar>> C, const Eigen::Ref<const RowMaj
   }
   // Eigen: alpha rides on the left operand, as the layer always wrote it
   // ((Q * s) * K^T); Eigen folds that factor into its GEMM's alpha, so these
-  // are the products the layer computed before this file existed.
+  // are the products the layer computed before this file existed. Overwrite
+  // is zero-then-add, which is what Eigen's own `=` does for a GEMM and the
+  // same bits for its small coefficient-wise products (0 + x is x), and it
+  // halves the products every translation unit compiles.
+  if (!add) C.setZero();
   switch (transpose) {
-    case Transpose::none:
-      if (add) C.noalias() += (A * alpha) * B; else C.noalias() = (A * alpha) * B;
-      break;
-    case Transpose::lhs:
-      if (add) C.noalias() += (A.transpose() * alpha) * B; else C.noalias() = (A.transpose() * alpha) * B;
-      break;
-    case Transpose::rhs:
-      if (add) C.noalias() += (A * alpha) * B.transpose(); else C.noalias() = (A * alpha) * B.transpose();
-      break;
-    case Transpose::both:
-      if (add) C.noalias() += (A.transpose() * alpha) * B.transpose();
-      else C.noalias() = (A.transpose() * alpha) * B.transpose();
-      break;
+    case Transpose::none: C.noalias() += (A * alpha) * B; break;
+    case Transpose::lhs: C.noalias() += (A.transpose() * alpha) * B; break;
+    case Transpose::rhs: C.noalias() += (A * alpha) * B.transpose(); break;
+    case Transpose::both: C.noalias() += (A.transpose() * alpha) * B.transpose(); break;
   }
 }
 
