@@ -23,8 +23,8 @@ template <class Scalar>
 inline void scale_matrix(Index m, Index n, Scalar beta, Scalar* C, Index ldc) noexcept {
   for (Index i = 0; i < m; ++i) {
     Scalar* row = C + i * ldc;
-    if (beta == Scalar(0))
-      std::fill(row, row + n, Scalar(0));
+    if (beta == Scalar(0))  // a loop, not std::fill: GCC 12 -O3 false -Wstringop-overflow
+      for (Index j = 0; j < n; ++j) row[j] = Scalar(0);
     else
       for (Index j = 0; j < n; ++j) row[j] *= beta;
   }
