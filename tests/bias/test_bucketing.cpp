@@ -196,6 +196,39 @@ TEST_CASE("padding stays padding, special goes to the extra bucket only when ena
   }
 }
 
+TEST_CASE("invalid_reason says why bucket() would throw, and nothing for a valid value", "[bucketing][errors]") {
+  const Bucketing linear = Bucketing::linear(5), special = Bucketing::linear(5, true), directed = Bucketing::directed(3);
+  CHECK(linear.invalid_reason(3).empty());
+  CHECK(linear.invalid_reason(kPaddingDistance).empty());
+  CHECK(special.invalid_reason(kSpecialDistance).empty());
+  CHECK(linear.invalid_reason(kSpecialDistance) ==
+        "distance -2 (special token) but the special bucket is not enabled in linear (M=5, 6 buckets)");
+  CHECK(linear.invalid_reason(-9) == "distance -9 is invalid: expected >= 0, -1 (padding) or -2 (special)");
+  CHECK(directed.invalid_reason(2) == "a directed bucketing needs bucket(up, down)");
+  CHECK(directed.invalid_reason(1, 2).empty());
+  CHECK(directed.invalid_reason(-1, -1).empty());
+  CHECK(directed.invalid_reason(-1, 2) ==
+        "directed pair (-1, 2) is invalid: a padding or special pair has up == down (-1 or -2)");
+  CHECK(linear.invalid_reason(1, 2) == "bucket(up, down) needs a directed bucketing, this one is linear (M=5, 6 buckets)");
+  // bucket() throws exactly the reason, under its own name.
+  CHECK_THROWS_WITH(linear.bucket(-9), "Bucketing::bucket: " + linear.invalid_reason(-9));
+  CHECK_THROWS_WITH(directed.bucket(-1, 2), "Bucketing::bucket: " + directed.invalid_reason(-1, 2));
+}
+
+TEST_CASE("a wide distance that a cast to int would make -1 is an error, not padding", "[bucketing][errors]") {
+  // -2^32 - 1 is -1 in its low 32 bits.
+  RowMajorMatrix<std::int64_t> dist(1, 2), up(1, 1), down(1, 1);
+  dist << 1, -4294967297LL;
+  RowMajorMatrix<std::int8_t> out(1, 2), dout(1, 1);
+  CHECK_THROWS_WITH((bucketize<std::int64_t, std::int8_t>(Bucketing::linear(5), dist, out)),
+                    Catch::StartsWith("bucketize: distance -2147483648 is invalid") &&
+                        Catch::EndsWith("(at row 0, column 1)"));
+  up << -4294967297LL;
+  down << -4294967297LL;
+  CHECK_THROWS_WITH((bucketize_directed<std::int64_t, std::int8_t>(Bucketing::directed(3), up, down, dout)),
+                    Catch::StartsWith("bucketize_directed: distance -2147483648 is invalid"));
+}
+
 TEST_CASE("describe() names the kind and parameters", "[bucketing]") {
   CHECK(Bucketing::linear(10).describe() == "linear (M=10, 11 buckets)");
   CHECK(Bucketing::linear(10, true).describe() == "linear (M=10, 12 buckets incl. special)");

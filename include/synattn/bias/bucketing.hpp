@@ -73,21 +73,38 @@ class Bucketing {
   // Bucket of an undirected distance d (Linear, Log). d = -1 -> -1 (masked);
   // d = -2 -> the special bucket (or an Error if it is disabled).
   int bucket(int d) const {
-    if (kind_ == BucketKind::Directed)
-      throw Error("Bucketing::bucket: a directed bucketing needs bucket(up, down)");
-    if (d >= 0) return bucket_nonnegative(d);
-    return negative_bucket(d);
+    if (kind_ != BucketKind::Directed) {
+      if (d >= 0) return bucket_nonnegative(d);
+      if (d == kPaddingDistance) return kPaddingBucket;
+      if (d == kSpecialDistance && special_) return buckets_;
+    }
+    throw Error("Bucketing::bucket: " + invalid_reason(d));
   }
   // Bucket of a directed pair (Directed). A non-word pair has both parts
   // equal: (-1, -1) padding, (-2, -2) special.
   int bucket(int up, int down) const {
+    if (kind_ == BucketKind::Directed) {
+      if (up >= 0 && down >= 0) return directed_bucket(up, down);
+      if (up == down && up == kPaddingDistance) return kPaddingBucket;
+      if (up == down && up == kSpecialDistance && special_) return buckets_;
+    }
+    throw Error("Bucketing::bucket: " + invalid_reason(up, down));
+  }
+
+  // Why bucket(d) / bucket(up, down) would throw, or "" when it would not:
+  // the reason alone, for callers that name the cell and their own function.
+  std::string invalid_reason(int d) const {
+    if (kind_ == BucketKind::Directed) return "a directed bucketing needs bucket(up, down)";
+    return d >= 0 ? std::string() : negative_reason(d);
+  }
+  std::string invalid_reason(int up, int down) const {
     if (kind_ != BucketKind::Directed)
-      throw Error(std::string("Bucketing::bucket: bucket(up, down) needs a directed bucketing, this one is ") + describe());
-    if (up >= 0 && down >= 0) return directed_bucket(up, down);
+      return "bucket(up, down) needs a directed bucketing, this one is " + describe();
+    if (up >= 0 && down >= 0) return {};
     if (up != down)
-      throw Error("Bucketing::bucket: directed pair (" + std::to_string(up) + ", " + std::to_string(down) +
-                  ") is invalid: a padding or special pair has up == down (-1 or -2)");
-    return negative_bucket(up);
+      return "directed pair (" + std::to_string(up) + ", " + std::to_string(down) +
+             ") is invalid: a padding or special pair has up == down (-1 or -2)";
+    return negative_reason(up);
   }
 
   // Buckets for d >= 0 (no checks; the hot loop calls this).
@@ -140,15 +157,12 @@ class Bucketing {
     }
   }
 
-  int negative_bucket(int d) const {
-    if (d == kPaddingDistance) return kPaddingBucket;
-    if (d == kSpecialDistance) {
-      if (!special_)
-        throw Error("Bucketing::bucket: distance -2 (special token) but the special bucket is not enabled in " +
-                    describe());
-      return buckets_;
-    }
-    throw Error("Bucketing::bucket: distance " + std::to_string(d) + " is invalid: expected >= 0, -1 (padding) or -2 (special)");
+  std::string negative_reason(int d) const {
+    if (d == kPaddingDistance) return {};
+    if (d == kSpecialDistance)
+      return special_ ? std::string()
+                      : "distance -2 (special token) but the special bucket is not enabled in " + describe();
+    return "distance " + std::to_string(d) + " is invalid: expected >= 0, -1 (padding) or -2 (special)";
   }
 
   // The log formula is evaluated once per distance up to the saturation point
@@ -188,14 +202,21 @@ void check_block_shapes(const char* fn, const char* name, Eigen::Index rows, Eig
   static_assert(std::is_integral<B>::value && std::is_signed<B>::value, "buckets are signed integers");
 }
 
-// Rethrows a per-value error of Bucketing::bucket with the cell it came
-// from, under the caller's name instead of bucket()'s.
-[[noreturn]] inline void throw_at_cell(const char* fn, const Error& e, Eigen::Index r, Eigen::Index c) {
-  static const std::string inner = "Bucketing::bucket: ";
-  std::string reason = e.what();
-  if (reason.compare(0, inner.size(), inner) == 0) reason.erase(0, inner.size());
-  throw Error(std::string(fn) + ": " + reason + " (at row " + std::to_string(r) + ", column " + std::to_string(c) +
-              ")");
+// A per-value error of a block function: the caller's name, Bucketing's
+// reason and the cell.
+inline Error cell_error(const char* fn, const std::string& reason, Eigen::Index r, Eigen::Index c) {
+  return Error(std::string(fn) + ": " + reason + " (at row " + std::to_string(r) + ", column " + std::to_string(c) +
+               ")");
+}
+
+// A distance of any signed type as an int for Bucketing, saturated: a plain
+// cast of a wider type could turn an invalid value into -1 (padding).
+template <class D>
+int saturated_distance(D d) noexcept {
+  const long long v = static_cast<long long>(d);
+  if (v < std::numeric_limits<int>::min()) return std::numeric_limits<int>::min();
+  if (v > std::numeric_limits<int>::max()) return std::numeric_limits<int>::max();
+  return static_cast<int>(v);
 }
 }  // namespace detail
 
@@ -232,12 +253,7 @@ void bucketize(const Bucketing& bucketing,
       } else if (d == kSpecialDistance && bucketing.special_bucket()) {
         out[c] = special;
       } else {
-        try {
-          (void)bucketing.bucket(static_cast<int>(d));  // throws the precise reason
-        } catch (const Error& e) {
-          detail::throw_at_cell("bucketize", e, r, c);
-        }
-        throw Error("bucketize: internal error at row " + std::to_string(r));
+        throw detail::cell_error("bucketize", bucketing.invalid_reason(detail::saturated_distance(d)), r, c);
       }
     }
   }
@@ -268,11 +284,10 @@ void bucketize_directed(const Bucketing& bucketing,
         const int ww = w[c] < m ? static_cast<int>(w[c]) : m;
         out[c] = static_cast<B>(uu * (m + 1) + ww);
       } else {
-        try {
-          out[c] = static_cast<B>(bucketing.bucket(static_cast<int>(u[c]), static_cast<int>(w[c])));
-        } catch (const Error& e) {
-          detail::throw_at_cell("bucketize_directed", e, r, c);
-        }
+        const int uu = detail::saturated_distance(u[c]), ww = detail::saturated_distance(w[c]);
+        const std::string reason = bucketing.invalid_reason(uu, ww);
+        if (!reason.empty()) throw detail::cell_error("bucketize_directed", reason, r, c);
+        out[c] = static_cast<B>(bucketing.bucket(uu, ww));  // a padding or special pair
       }
     }
   }
