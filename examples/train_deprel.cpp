@@ -323,14 +323,10 @@ void load_share(const std::vector<std::size_t>& global, const synattn::EncodedCo
   std::vector<std::size_t> mine;
   if (team.size() > 1) mine = team.share(global);
   const std::vector<std::size_t>& indices = team.size() > 1 ? mine : global;
-  if (indices.empty()) {
-    batch.lengths.clear();
-    batch.ids.resize(0, 0);
-    batch.labels.resize(0, 0);
-    batch.tokens = 0;
-  } else {
+  if (indices.empty())
+    synattn::clear_token_batch(batch);
+  else
     synattn::make_token_batch(corpus, indices, word_dropout, batch);
-  }
 }
 
 // Everything a run's steps change, from the first step to the last.

@@ -151,6 +151,22 @@ TEST_CASE("a repeated batch shape reuses the buffers", "[token_batch]") {
   CHECK(tb.labels.data() == labels);
 }
 
+TEST_CASE("clear_token_batch leaves a batch of no sentences, whatever it held", "[token_batch]") {
+  const Ewt& e = ewt();
+  const Bucketing linear = Bucketing::linear(10);
+  TokenBatch tb;
+  make_token_batch(e.dev, {0, 1}, e.vocab, e.labels, &linear, WordDropout::for_epoch(3, 0, 1.0), tb);
+  REQUIRE(tb.tokens > 0);
+  clear_token_batch(tb);
+  CHECK(tb.batch() == 0);
+  CHECK(tb.n() == 0);
+  CHECK(tb.lengths.empty());
+  CHECK(tb.buckets.size() == 0);  // not the last batch's block, which no length would match
+  CHECK(tb.labels.size() == 0);
+  CHECK(tb.tokens == 0);
+  CHECK(tb.dropped == 0);
+}
+
 TEST_CASE("bad inputs are errors that name the argument", "[token_batch]") {
   const Ewt& e = ewt();
   TokenBatch tb;

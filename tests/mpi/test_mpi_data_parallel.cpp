@@ -134,14 +134,10 @@ void train_parallel(nn::SyntaxTransformerTagger<Scalar>& model, Adam<Scalar>& ad
     const std::size_t first = mpi::shard(global.size(), comm.rank(), comm.size()).first;
     const RandomStream dropout =
         masks == Masks::Global ? step_stream(step).sequences_from(first) : step_stream(step);
-    if (mine.empty()) {
-      batch.lengths.clear();
-      batch.ids.resize(0, 0);
-      batch.labels.resize(0, 0);
-      batch.tokens = 0;
-    } else {
+    if (mine.empty())
+      clear_token_batch(batch);
+    else
       make_token_batch(*data().corpus, mine, WordDropout::none(), batch);
-    }
     const long long tokens = dp.global_count(static_cast<long long>(batch.tokens));
     const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
     const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
