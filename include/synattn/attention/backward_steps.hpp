@@ -67,7 +67,8 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
   if (v > 0 && lk > 0) {
     const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);       // (v, dv)
     const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
-    kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V, kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
+    kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V,
+                             kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
     if (dropped) {
       // Element (r0 + i, j) of head a of sequence b: the forward's stream and
       // counters (dropout_block in forward_steps.hpp).

@@ -182,7 +182,8 @@ const char* scalar_name() noexcept {
 // matrices): throws at the first non-finite element, naming the parameter.
 template <class Scalar>
 void check_finite_parameters(const char* fn, const ParameterStore<Scalar>& store) {
-  synattn::check_finite_parameters(fn, store, " (options.check_finite is on; with it off NaN propagates to the output)");
+  synattn::check_finite_parameters(fn, store,
+                                   " (options.check_finite is on; with it off NaN propagates to the output)");
 }
 
 // The bias s * T[row, b] the kernels add, formed in Scalar like theirs: each

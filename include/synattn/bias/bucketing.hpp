@@ -238,7 +238,8 @@ void bucketize(const Bucketing& bucketing,
   // so the inner loop is one load per cell with no branches on the kind.
   const int saturate = bucketing.saturation_distance();
   std::vector<B> table(static_cast<std::size_t>(saturate) + 1);
-  for (int d = 0; d <= saturate; ++d) table[static_cast<std::size_t>(d)] = static_cast<B>(bucketing.bucket_nonnegative(d));
+  for (int d = 0; d <= saturate; ++d)
+    table[static_cast<std::size_t>(d)] = static_cast<B>(bucketing.bucket_nonnegative(d));
   const B last = table.back();
   const B special = static_cast<B>(bucketing.special_bucket() ? bucketing.special_index() : -3);
   for (Eigen::Index r = 0; r < distances.rows(); ++r) {

@@ -391,7 +391,8 @@ inline std::string serialize_safetensors(const SafetensorsFile& file) {
   const std::uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += text;
-  for (const auto* kv : order) out.append(reinterpret_cast<const char*>(kv->second.bytes.data()), kv->second.bytes.size());
+  for (const auto* kv : order)
+    out.append(reinterpret_cast<const char*>(kv->second.bytes.data()), kv->second.bytes.size());
   return out;
 }
 

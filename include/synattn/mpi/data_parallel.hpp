@@ -153,8 +153,8 @@ inline void verify_agreement(const Communicator& comm, const std::string& finger
     while (i < root.size() && i < mine.size() && root[i] == mine[i]) ++i;
     const std::string a = i < mine.size() ? "'" + mine[i] + "'" : "nothing more";
     const std::string b = i < root.size() ? "'" + root[i] + "'" : "nothing more";
-    throw Error("verify_agreement: ranks disagree at start (model shape, options or data): rank " + std::to_string(r) + " has " + a +
-                " where rank 0 has " + b + " (line " + std::to_string(i + 1) +
+    throw Error("verify_agreement: ranks disagree at start (model shape, options or data): rank " + std::to_string(r) +
+                " has " + a + " where rank 0 has " + b + " (line " + std::to_string(i + 1) +
                 " of the fingerprint); every rank must run the same command on the same data");
   }
 }

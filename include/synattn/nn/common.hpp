@@ -104,8 +104,8 @@ void apply_dropout(const RandomStream& stream, double p, Index rows_per_sequence
   const std::uint32_t threshold = drop_threshold(p);
   if (threshold == 0 || x.rows() == 0) return;
   if (rows_per_sequence <= 0 || x.rows() % rows_per_sequence != 0)
-    throw Error("apply_dropout: rows_per_sequence is " + std::to_string(rows_per_sequence) + ", expected a positive divisor of the " +
-                std::to_string(x.rows()) + " rows");
+    throw Error("apply_dropout: rows_per_sequence is " + std::to_string(rows_per_sequence) +
+                ", expected a positive divisor of the " + std::to_string(x.rows()) + " rows");
   const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
   const Index cols = x.cols();
   if constexpr (Derived::IsRowMajor && (int(Eigen::internal::traits<Derived>::Flags) & Eigen::DirectAccessBit) != 0 &&

@@ -66,8 +66,8 @@ struct EncoderOptions {
         break;
       case BiasLayers::Custom:
         if (biased.size() != b.size())
-          throw Error("EncoderOptions: biased has " + std::to_string(biased.size()) + " flags, expected one per layer (" +
-                      std::to_string(layers) + ")");
+          throw Error("EncoderOptions: biased has " + std::to_string(biased.size()) +
+                      " flags, expected one per layer (" + std::to_string(layers) + ")");
         b = biased;
         break;
     }

@@ -188,7 +188,8 @@ class EncoderLayer {
   void visit_stores(const std::string& prefix, const std::string& shared_bias, F&& f) {
     f(prefix + "attention.", attention_.parameter_store(), attention_.has_syntax_bias() ? shared_bias : std::string());
     f(prefix + "norm1.", norm1_.parameter_store(), std::string());
-    ffn_.visit_stores(prefix + "ffn.", [&](const std::string& p, ParameterStore<Scalar>& s) { f(p, s, std::string()); });
+    ffn_.visit_stores(prefix + "ffn.",
+                      [&](const std::string& p, ParameterStore<Scalar>& s) { f(p, s, std::string()); });
     f(prefix + "norm2.", norm2_.parameter_store(), std::string());
   }
   void zero_grad() {

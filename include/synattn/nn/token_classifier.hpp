@@ -68,21 +68,22 @@ inline double resolve_normaliser(const char* fn, double requested, double own) {
 }
 
 template <class Scalar>
-LossResult cross_entropy(const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits, const Eigen::Ref<const IdVector>& labels,
-                         const std::vector<int>& lengths, double normaliser, RowMajorMatrix<Scalar>* dlogits,
-                         std::int32_t ignore_label = kIgnoreLabel) {
+LossResult cross_entropy(const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits,
+                         const Eigen::Ref<const IdVector>& labels, const std::vector<int>& lengths, double normaliser,
+                         RowMajorMatrix<Scalar>* dlogits, std::int32_t ignore_label = kIgnoreLabel) {
   const char* fn = "cross_entropy";
   const Index tokens = logits.rows(), C = logits.cols();
   if (labels.size() != tokens)
-    throw Error(std::string(fn) + ": labels has " + std::to_string(labels.size()) + " entries, expected one per logits row (" +
-                std::to_string(tokens) + ")");
+    throw Error(std::string(fn) + ": labels has " + std::to_string(labels.size()) +
+                " entries, expected one per logits row (" + std::to_string(tokens) + ")");
   const Index n = tokens_per_sequence(fn, "logits", tokens, lengths);
   LossResult r;
   for (Index t = 0; t < tokens; ++t) {
     if (!is_real_position(lengths, n, t) || labels[t] == ignore_label) continue;
     if (labels[t] < 0 || labels[t] >= C)
       throw Error(std::string(fn) + ": labels[" + std::to_string(t) + "] = " + std::to_string(labels[t]) +
-                  " is outside [0, " + std::to_string(C) + ") and is not the ignore label " + std::to_string(ignore_label));
+                  " is outside [0, " + std::to_string(C) + ") and is not the ignore label " +
+                  std::to_string(ignore_label));
     ++r.count;
   }
   r.normaliser = resolve_normaliser(fn, normaliser, static_cast<double>(r.count));

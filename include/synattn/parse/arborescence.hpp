@@ -463,8 +463,8 @@ inline void ArborescenceWorkspace::reserve(Index n) {
 inline std::size_t ArborescenceWorkspace::capacity() const noexcept {
   const auto ints = [](const std::vector<int>& v) { return v.capacity() * sizeof(int); };
   return weight_.capacity() * sizeof(double) + cycle_weight_.capacity() * sizeof(double) +
-         stamp_.capacity() * sizeof(long long) + on_cycle_.capacity() + ints(orig_arc_) + ints(best_) + ints(slot_id_) + ints(active_) + ints(cycle_) +
-         ints(parent_) + ints(enter_dep_) + ints(member_begin_) + ints(member_id_) +
+         stamp_.capacity() * sizeof(long long) + on_cycle_.capacity() + ints(orig_arc_) + ints(best_) + ints(slot_id_) +
+         ints(active_) + ints(cycle_) + ints(parent_) + ints(enter_dep_) + ints(member_begin_) + ints(member_id_) +
          ints(member_arc_);
 }
 

@@ -80,8 +80,9 @@ class ArcBiaffine {
     const auto u = store_.value(bias_);
     // dep_u (B * m, d) = D U
     c.dep_u.resize(dep.rows(), d_);
-    parallel_chunks(dep.rows(), double(d_) * d_,
-                    [&](Index r0, Index n) { kernels::product<Scalar>(c.dep_u.middleRows(r0, n), dep.middleRows(r0, n), U); });
+    parallel_chunks(dep.rows(), double(d_) * d_, [&](Index r0, Index n) {
+      kernels::product<Scalar>(c.dep_u.middleRows(r0, n), dep.middleRows(r0, n), U);
+    });
     // head_prior (B * m) = H u^T
     c.head_prior.resize(dep.rows());
     c.head_prior.noalias() = head * u.transpose();

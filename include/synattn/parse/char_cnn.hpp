@@ -53,7 +53,8 @@ struct CharCnnCache {
   RowMajorMatrix<Scalar> columns;        // (R, width * char_dim): im2col rows, R = sum of lengths
   RowMajorMatrix<Scalar> conv;           // (R, filters): z
   std::vector<std::int32_t> column_char; // (R * width): char id under each window slot, -1 outside the word
-  Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> argmax;  // (T, filters): row of z, -1: none
+  Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
+      argmax;  // (T, filters): row of z, -1: none
   RowMajorMatrix<Scalar> dconv, dcolumns;
   CacheStamp stamp;                      // which layer filled it (util/layer_identity.hpp)
   Index words = -1;
@@ -79,8 +80,8 @@ class CharCnn {
     c.stamp.clear();
     const Index T = chars.rows();
     if (static_cast<Index>(lengths.size()) != T)
-      throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) + " entries, expected one per word (" +
-                  std::to_string(T) + ")");
+      throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) +
+                  " entries, expected one per word (" + std::to_string(T) + ")");
     if (out.rows() != T || out.cols() != o_.filters)
       throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) +
                   ", expected " + shape_text(T, o_.filters));

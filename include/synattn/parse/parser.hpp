@@ -363,7 +363,8 @@ void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scala
     lin.forward(h, c.mlp_pre[k]);
     const Scalar slope = static_cast<Scalar>(o.leaky_slope);
     c.mlp_out[k] = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
-    if (dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
+    if (dropout)
+      nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
   }
   // scores (R, m): S_b[i, j], heads j outside [0, n_b] and j == i masked
   c.scores.resize(R, m);
@@ -393,7 +394,8 @@ ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Sc
   const Index R = batch.words.size();
   ParserLoss out;
   out.words = batch.words_count;
-  const double norm = nn::resolve_normaliser(fn, normaliser, static_cast<double>(std::max<Index>(1, batch.words_count)));
+  const double norm =
+      nn::resolve_normaliser(fn, normaliser, static_cast<double>(std::max<Index>(1, batch.words_count)));
   // Arc cross-entropy over each word's row.
   const nn::LossResult arc = nn::cross_entropy<Scalar>(c.scores, batch.heads, batch.lengths, norm, &c.dscores);
   out.arc_sum = arc.sum;

@@ -176,7 +176,8 @@ class ParserModel {
 
   // Reads the options and vocabulary from the file, builds the parser and
   // loads its weights (and the optimiser's state when `optimizer` is given).
-  static ParserModel load(const std::string& path, Optimizer<float>* optimizer = nullptr, CheckpointInfo* info = nullptr) {
+  static ParserModel load(const std::string& path, Optimizer<float>* optimizer = nullptr,
+                          CheckpointInfo* info = nullptr) {
     const SafetensorsFile file = load_safetensors(path);
     const auto meta = [&](const std::string& key) -> const std::string& {
       const auto it = file.metadata.find(key);

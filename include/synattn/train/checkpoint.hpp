@@ -251,7 +251,8 @@ SafetensorsFile make_checkpoint(const std::vector<ParameterInfo>& infos,
                                    options.allow_non_finite);
           file.tensors[name] = SafeTensor::from(state[s].data() + p.offset, d::shape_of(p));
         } else {
-          const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> zeros = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>::Zero(p.size());
+          const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> zeros =
+              Eigen::Matrix<Scalar, Eigen::Dynamic, 1>::Zero(p.size());
           file.tensors[name] = SafeTensor::from(zeros.data(), d::shape_of(p));
         }
       }
@@ -318,7 +319,8 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
       staged.assign(v.data(), v.data() + p.size());
       file.tensors[p.name] = SafeTensor::half_from(staged.data(), d::shape_of(p), &finite);
     }
-    if (!finite) throw Error("save_weights_half: parameter '" + p.name + "' has a value beyond F16's range (|v| >= 65520)");
+    if (!finite)
+      throw Error("save_weights_half: parameter '" + p.name + "' has a value beyond F16's range (|v| >= 65520)");
   }
   save_safetensors(path, file);
 }

@@ -130,7 +130,8 @@ class RandomStream {
 // The 32-bit threshold below which an element is dropped, for a drop
 // probability p in [0, 1). p = 0 gives 0: nothing is dropped.
 inline std::uint32_t drop_threshold(double p) {
-  if (!(p >= 0.0 && p < 1.0)) throw Error("drop_threshold: dropout probability must be in [0, 1), got " + std::to_string(p));
+  if (!(p >= 0.0 && p < 1.0))
+    throw Error("drop_threshold: dropout probability must be in [0, 1), got " + std::to_string(p));
   return static_cast<std::uint32_t>(std::ldexp(p, 32));
 }
 
