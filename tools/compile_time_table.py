@@ -10,14 +10,21 @@ median of user + system CPU time of the compiler (the compiler's own clock,
 less disturbed by other work on a shared machine than wall time, which is
 given too), as Markdown.
 
-  /usr/bin/python3 tools/compile_time_table.py [--cxx g++] [--rounds 3]
+With --baseline REV the same file is compiled against the headers of the
+commit REV too (taken with `git archive`, the file itself from REV as well),
+interleaved with the working tree's, so a change is measured before and after
+in one run on the same machine. --cxx takes a comma-separated list.
+
+  /usr/bin/python3 tools/compile_time_table.py [--cxx g++,clang++] [--rounds 3] [--baseline REV]
 """
 import argparse
+import io
 import os
 import resource
 import shutil
 import statistics
 import subprocess
+import tarfile
 import tempfile
 import time
 
@@ -27,41 +34,63 @@ MODES = [("header-only", []), ("compiled (`SYNATTN_COMPILED`)", ["-DSYNATTN_COMP
 ARCHES = [("default", []), ("-march=native", ["-march=native"])]
 
 
-def compile_once(cxx, flags, out):
+def compile_once(cxx, tree, flags, out):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    subprocess.run([cxx, "-std=c++17", "-O2", "-fopenmp", "-I" + os.path.join(ROOT, "include"),
-                    "-I/usr/include/eigen3", *flags, "-c", TU, "-o", out], check=True)
+    subprocess.run([cxx, "-std=c++17", "-O2", "-fopenmp", "-I" + os.path.join(tree, "include"),
+                    "-I/usr/include/eigen3", *flags, "-c", os.path.join(tree, "bench", "compile_time_tu.cpp"),
+                    "-o", out], check=True)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
 
 
+def extract(rev, into):
+    """The headers and the timed file of commit `rev`, under `into`."""
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "include", "bench/compile_time_tu.cpp"],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into)
+    return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", rev], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cxx", default="g++")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", metavar="REV", help="also compile against the headers of commit REV")
     args = parser.parse_args()
-    if shutil.which(args.cxx) is None:
-        raise SystemExit(f"compile_time_table: no compiler '{args.cxx}' on PATH")
+    compilers = args.cxx.split(",")
+    for cxx in compilers:
+        if shutil.which(cxx) is None:
+            raise SystemExit(f"compile_time_table: no compiler '{cxx}' on PATH")
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
+        trees = [("working tree", ROOT)]
+        if args.baseline:
+            base = os.path.join(scratch, "baseline")
+            os.makedirs(base)
+            trees.insert(0, (extract(args.baseline, base), base))
         out = os.path.join(scratch, "tu.o")
         for _ in range(args.rounds):
-            for arch, arch_flags in ARCHES:
-                for mode, mode_flags in MODES:
-                    results.setdefault((arch, mode), []).append(compile_once(args.cxx, arch_flags + mode_flags, out))
-    version = subprocess.run([args.cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    print(f"{version}; {args.rounds} rounds, medians; load average before the last round "
-          f"{os.getloadavg()[0]:.1f}\n")
-    print("| -march | mode | CPU s | wall s |")
-    print("| --- | --- | ---: | ---: |")
-    for (arch, mode), runs in results.items():
+            for cxx in compilers:
+                for arch, arch_flags in ARCHES:
+                    for mode, mode_flags in MODES:
+                        for tree_name, tree in trees:
+                            key = (cxx, arch, mode, tree_name)
+                            results.setdefault(key, []).append(compile_once(cxx, tree, arch_flags + mode_flags, out))
+    for cxx in compilers:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        print(f"{cxx}: {version}")
+    print(f"{args.rounds} rounds, medians; load average at the end {os.getloadavg()[0]:.1f}\n")
+    print("| compiler | -march | mode | headers | CPU s | wall s |")
+    print("| --- | --- | --- | --- | ---: | ---: |")
+    for (cxx, arch, mode, tree_name), runs in results.items():
         cpu = statistics.median(r[0] for r in runs)
         wall = statistics.median(r[1] for r in runs)
-        print(f"| {arch} | {mode} | {cpu:.1f} | {wall:.1f} |")
-
+        print(f"| {cxx} | {arch} | {mode} | {tree_name} | {cpu:.1f} | {wall:.1f} |")
 
 if __name__ == "__main__":
     main()
