@@ -69,7 +69,11 @@ int main(int argc, char** argv) {
     TokenBatch batch;
     for (long step = 0; step < steps; ++step) {
       const std::vector<std::size_t> global = global_batch(step);  // the same on every rank
-      make_token_batch(corpus, synattn::mpi::shard_of(global, comm.rank(), comm.size()), word_dropout, batch);
+      const auto mine = synattn::mpi::shard_of(global, comm.rank(), comm.size());
+      if (mine.empty())
+        clear_token_batch(batch);                       // fewer sentences than ranks: only join the reduction
+      else
+        make_token_batch(corpus, mine, word_dropout, batch);
       const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
       const Eigen::Map<const IdVector> y(batch.labels.data(), batch.labels.size());
       const long long tokens = dp.global_count(static_cast<long long>(batch.tokens));  // the normaliser
