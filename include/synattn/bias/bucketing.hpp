@@ -73,22 +73,18 @@ class Bucketing {
   // Bucket of an undirected distance d (Linear, Log). d = -1 -> -1 (masked);
   // d = -2 -> the special bucket (or an Error if it is disabled).
   int bucket(int d) const {
-    if (kind_ != BucketKind::Directed) {
-      if (d >= 0) return bucket_nonnegative(d);
-      if (d == kPaddingDistance) return kPaddingBucket;
-      if (d == kSpecialDistance && special_) return buckets_;
-    }
-    throw Error("Bucketing::bucket: " + invalid_reason(d));
+    if (kind_ != BucketKind::Directed && d >= 0) return bucket_nonnegative(d);
+    const std::string reason = invalid_reason(d);
+    if (!reason.empty()) throw Error("Bucketing::bucket: " + reason);
+    return non_word_bucket(d);
   }
   // Bucket of a directed pair (Directed). A non-word pair has both parts
   // equal: (-1, -1) padding, (-2, -2) special.
   int bucket(int up, int down) const {
-    if (kind_ == BucketKind::Directed) {
-      if (up >= 0 && down >= 0) return directed_bucket(up, down);
-      if (up == down && up == kPaddingDistance) return kPaddingBucket;
-      if (up == down && up == kSpecialDistance && special_) return buckets_;
-    }
-    throw Error("Bucketing::bucket: " + invalid_reason(up, down));
+    if (kind_ == BucketKind::Directed && up >= 0 && down >= 0) return directed_bucket(up, down);
+    const std::string reason = invalid_reason(up, down);
+    if (!reason.empty()) throw Error("Bucketing::bucket: " + reason);
+    return non_word_bucket(up);
   }
 
   // Why bucket(d) / bucket(up, down) would throw, or "" when it would not:
@@ -157,6 +153,8 @@ class Bucketing {
     }
   }
 
+  // -1 (padding) or -2 (special) once invalid_reason has accepted it.
+  int non_word_bucket(int d) const noexcept { return d == kPaddingDistance ? kPaddingBucket : buckets_; }
   std::string negative_reason(int d) const {
     if (d == kPaddingDistance) return {};
     if (d == kSpecialDistance)

@@ -78,19 +78,6 @@ struct TokenBatch {
   RowMajorMatrix<std::int8_t> scratch_distance, scratch_up, scratch_down;
 };
 
-// Makes `batch` a batch of no sentences (0 x 0 blocks, no tokens; buffers
-// kept): what a data-parallel rank whose share of a global batch is empty
-// runs, so that it still joins the reduction. make_token_batch refuses an
-// empty index list, which elsewhere is a mistake.
-inline void clear_token_batch(TokenBatch& batch) {
-  batch.ids.resize(0, 0);
-  batch.lengths.clear();
-  batch.buckets.resize(0, 0);
-  batch.labels.resize(0, 0);
-  batch.tokens = 0;
-  batch.dropped = 0;
-}
-
 namespace detail {
 // Shapes `out` for `batch` sequences of n positions (buffers only grow) and
 // fills it with padding: ids kPad, labels kIgnore, buckets masked.
@@ -158,6 +145,12 @@ void sentence_buckets(const DependencyTree& tree, const Bucketing& bucketing, To
   }
 }
 }  // namespace detail
+
+// Makes `batch` a batch of no sentences (0 x 0 blocks, no tokens, no
+// lengths): what a data-parallel rank whose share of a global batch is empty
+// runs, so that it still joins the reduction. make_token_batch refuses an
+// empty index list, which elsewhere is a mistake.
+inline void clear_token_batch(TokenBatch& batch) { detail::reset_token_batch(batch, 0, 0, false); }
 
 // Fills `out` with sentences[indices[0]], sentences[indices[1]], ... (see the
 // file comment). `bucketing` null: no buckets (out.buckets becomes 0 x 0).
