@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -545,6 +546,44 @@ TEST_CASE("BiaffineParser: a self-move keeps the parser; a moved-from parser is 
   parser = taken;
   parser.parse(batch, cache, ws, got);
   CHECK(got.heads == want.heads);
+}
+
+TEST_CASE("BiaffineParser has the layer's parameter API, over its one flat buffer", "[parse]") {
+  static_assert(std::is_base_of<ParameterAccess<BiaffineParser<double>, double>, BiaffineParser<double>>::value,
+                "the parser's parameter API is ParameterAccess's");
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  BiaffineParser<double> parser(tiny_options(v));
+  const auto& infos = parser.parameter_infos();
+  REQUIRE(infos.size() > 2);
+  Index total = 0;
+  int visited = 0;
+  parser.visit_parameters([&](const ParameterInfo& p, Eigen::Map<RowMajorMatrix<double>> value,
+                              Eigen::Map<RowMajorMatrix<double>> gradient) {
+    CHECK(p.name == infos[static_cast<std::size_t>(visited)].name);
+    CHECK(value.data() == parser.parameters().data() + p.offset);  // views into the one buffer
+    CHECK(gradient.data() == parser.gradients().data() + p.offset);
+    total += p.size();
+    ++visited;
+  });
+  CHECK(visited == static_cast<int>(infos.size()));
+  CHECK(total == parser.parameter_count());
+
+  const ParameterInfo& p = infos[1];
+  CHECK(parser.has_parameter(p.name));
+  CHECK_FALSE(parser.has_parameter("no such parameter"));
+  CHECK_THROWS_WITH(parser.parameter("no such parameter"), Catch::Contains(infos[0].name));
+  const RowMajorMatrix<double> value = RowMajorMatrix<double>::Constant(p.rows, p.cols, 0.25);
+  parser.set_parameter(p.name, value);
+  const BiaffineParser<double>& view = parser;
+  CHECK(view.parameter(p.name) == value);
+  CHECK((view.parameters().segment(p.offset, p.size()).array() == 0.25).all());
+  CHECK_THROWS_WITH(parser.set_parameter(p.name, RowMajorMatrix<double>::Zero(p.rows + 1, p.cols)),
+                    Catch::Contains(p.name));
+  parser.gradients().setOnes();
+  parser.zero_grad();
+  CHECK(view.gradient(p.name).isZero(0));
+  CHECK(view.gradients().isZero(0));
 }
 
 // The parser's caches named their layer by address (const void* owner): a

@@ -59,6 +59,7 @@
 #include "../bias/bias_table.hpp"
 #include "../error.hpp"
 #include "../matrix.hpp"
+#include "../util/parameter_access.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "../util/simd_notice.hpp"
@@ -70,14 +71,13 @@
 namespace synattn {
 
 template <class Scalar>
-class SyntaxBiasedAttention {
+class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scalar>, Scalar> {
   static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
                 "SyntaxBiasedAttention is instantiated for float and double");
 
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
   using Cache = AttentionCache<Scalar>;
 
   // Validates the options (throws synattn::Error) and initialises the
@@ -146,30 +146,9 @@ class SyntaxBiasedAttention {
   // A frozen table or scale is listed with trainable = false and keeps a zero
   // gradient.
 
-  Index parameter_count() const noexcept { return store_.size(); }
-  Eigen::Map<Vector> parameters() { return store_.values(); }
-  Eigen::Map<const Vector> parameters() const { return store_.values(); }
-  Eigen::Map<Vector> gradients() { return store_.gradients(); }
-  Eigen::Map<const Vector> gradients() const { return store_.gradients(); }
-  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return store_.infos(); }
-  bool has_parameter(const std::string& name) const noexcept { return store_.find(name) >= 0; }
-  Eigen::Map<Matrix> parameter(const std::string& name) { return store_.value(store_.id(name)); }
-  Eigen::Map<const Matrix> parameter(const std::string& name) const { return store_.value(store_.id(name)); }
-  Eigen::Map<Matrix> gradient(const std::string& name) { return store_.gradient(store_.id(name)); }
-  Eigen::Map<const Matrix> gradient(const std::string& name) const { return store_.gradient(store_.id(name)); }
-  // Copies `value` into `name` after checking the shape (a (k, 1) column is
-  // accepted for a (1, k) row) and finiteness.
-  void set_parameter(const std::string& name, const Eigen::Ref<const Matrix>& value) { store_.set(name, value); }
-  // f(const ParameterInfo&, Eigen::Map<Matrix> value, Eigen::Map<Matrix> gradient).
-  template <class F>
-  void visit_parameters(F&& f) {
-    store_.visit(std::forward<F>(f));
-  }
-  template <class F>
-  void visit_parameters(F&& f) const {
-    store_.visit(std::forward<F>(f));
-  }
-  void zero_grad() { store_.zero_grad(); }
+  // parameter_count(), parameters(), gradients(), parameter(name), set_parameter(),
+  // visit_parameters() and zero_grad() come from ParameterAccess
+  // (util/parameter_access.hpp).
   // The layer's store, for a model that binds it into one flat buffer (see
   // util/parameters.hpp). parameters() / gradients() throw while bound.
   ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
