@@ -16,6 +16,11 @@ using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 
 using Index = Eigen::Index;
 
+// A block of bucket indices for the syntax bias: (batch * n_q, n_kv), one
+// int8 bucket per (query, key) pair and -1 on padding pairs. BucketBatch
+// (bias/bucket_batch.hpp) makes one from trees.
+using BucketBlock = RowMajorMatrix<std::int8_t>;
+
 // True when two dense Eigen objects (matrices, maps, refs, blocks; any
 // strides) have overlapping storage: the address ranges from their first to
 // their last element meet. A layer whose output may alias one of its inputs

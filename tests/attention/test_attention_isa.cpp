@@ -20,6 +20,7 @@
 #endif
 
 using synattn::AttentionOptions;
+using synattn::BucketBlock;
 using synattn::Bucketing;
 using synattn::Index;
 using synattn::KernelIsa;
@@ -75,7 +76,7 @@ struct Input {
   static constexpr Index B = 2, n = 45;
   std::vector<int> lengths{45, 31};
   typename SyntaxBiasedAttention<S>::Matrix x, dout;
-  typename SyntaxBiasedAttention<S>::BucketBlock buckets;
+  BucketBlock buckets;
   Input(int num_buckets, bool full = false) {
     if (full) lengths = {45, 45};
     std::mt19937 rng(23);

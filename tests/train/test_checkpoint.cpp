@@ -28,6 +28,7 @@
 
 using synattn::Adam;
 using synattn::AdamOptions;
+using synattn::BucketBlock;
 using synattn::ParameterStore;
 using synattn::SafetensorsFile;
 using synattn::SafeTensor;
@@ -442,7 +443,7 @@ using MatrixD = synattn::RowMajorMatrix<double>;
 struct Problem {
   MatrixD x, target;
   std::vector<int> lengths;
-  Layer::BucketBlock buckets;
+  BucketBlock buckets;
 };
 
 Problem make_problem() {

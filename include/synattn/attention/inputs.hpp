@@ -26,8 +26,8 @@ namespace synattn {
 
 namespace attention_detail {
 // The bucket block of a layer without a syntax bias: 0 x 0, never read.
-inline const RowMajorMatrix<std::int8_t>& no_buckets() {
-  static const RowMajorMatrix<std::int8_t> empty;
+inline const BucketBlock& no_buckets() {
+  static const BucketBlock empty;
   return empty;
 }
 // The memory gradient of a self-attention backward pass: 0 x 0, never written.
@@ -45,7 +45,7 @@ template <class Scalar>
 struct SelfAttentionInput {
   Eigen::Ref<const RowMajorMatrix<Scalar>> x;
   const std::vector<int>& lengths;
-  Eigen::Ref<const RowMajorMatrix<std::int8_t>> buckets = attention_detail::no_buckets();
+  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
 };
 
 // Queries from x_q (batch * n_q, d_model), keys and values from memory
@@ -57,7 +57,7 @@ struct CrossAttentionInput {
   const std::vector<int>& lengths_q;
   Eigen::Ref<const RowMajorMatrix<Scalar>> memory;
   const std::vector<int>& lengths_kv;
-  Eigen::Ref<const RowMajorMatrix<std::int8_t>> buckets = attention_detail::no_buckets();
+  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
 };
 
 // What backward() overwrites: dL/dx (self) or dL/dx_q (cross), each

@@ -85,7 +85,7 @@ inline std::string bucket_hint(const BiasTableOptions& bias) {
 // means the lengths belong to other sequences (two of them swapped, or
 // another batch's), which the layer would otherwise mask silently. -1 inside
 // the lengths is allowed: it masks that pair (docs/math.md, masking).
-inline void check_buckets(const char* fn, const Eigen::Ref<const RowMajorMatrix<std::int8_t>>& buckets,
+inline void check_buckets(const char* fn, const Eigen::Ref<const BucketBlock>& buckets,
                           const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv, Index n_q,
                           Index n_kv, const BiasTableOptions& bias) {
   const Index batch = static_cast<Index>(lengths_q.size());

@@ -190,7 +190,6 @@ class BiasTableRef : public BiasTerms<Scalar> {
 
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
 
   BiasTableRef(const BiasTableOptions& options, int heads, Scalar* table, Scalar* scale, Scalar* table_gradient,
                Scalar* scale_gradient)
@@ -283,7 +282,6 @@ template <class Scalar>
 class BiasTable {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
 
   explicit BiasTable(BiasTableOptions options = {}, int heads = 1) : options_(std::move(options)), heads_(heads) {
     if (heads < 1) throw Error("BiasTable: heads must be >= 1, got " + std::to_string(heads));

@@ -17,7 +17,7 @@ namespace synattn {
 
 // The attention layer's tree inputs for one batch.
 struct BucketBatch {
-  RowMajorMatrix<std::int8_t> buckets;  // (batch * n_max, n_max); -1 on padding pairs
+  BucketBlock buckets;  // (batch * n_max, n_max); -1 on padding pairs
   std::vector<int> lengths;             // words per sentence
   int n_max = 0;                        // positions per sequence
 };

@@ -88,7 +88,6 @@ template <class Scalar>
 class Encoder {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
   using Cache = EncoderCache<Scalar>;
 
   explicit Encoder(const EncoderOptions& options) : options_(options), biased_(options.resolved_biased()) {

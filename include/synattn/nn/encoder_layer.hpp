@@ -75,7 +75,6 @@ template <class Scalar>
 class EncoderLayer {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
   using Cache = EncoderLayerCache<Scalar>;
 
   explicit EncoderLayer(const EncoderLayerOptions& options)

@@ -53,6 +53,7 @@
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/layer_identity.hpp"
+#include "../util/parameter_access.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -142,19 +143,14 @@ struct TaggerCache {
 };
 
 template <class Scalar>
-class SyntaxTransformerTagger {
+class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<Scalar>, Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-  using BucketBlock = RowMajorMatrix<std::int8_t>;
   using Cache = TaggerCache<Scalar>;
 
   explicit SyntaxTransformerTagger(const TaggerOptions& options);
-  // A copy owns its own buffers (values copied); a moved model keeps working.
-  SyntaxTransformerTagger(const SyntaxTransformerTagger& other);
-  SyntaxTransformerTagger(SyntaxTransformerTagger&& other);
-  SyntaxTransformerTagger& operator=(const SyntaxTransformerTagger& other);
-  SyntaxTransformerTagger& operator=(SyntaxTransformerTagger&& other);
+  // Copies and moves are BoundModel's (nn/parameter_binding.hpp): a copy owns
+  // its own buffers (values copied); a moved model keeps working.
 
   const TaggerOptions& options() const noexcept { return s_.options; }
 
@@ -181,18 +177,10 @@ class SyntaxTransformerTagger {
                    const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const;
 
   // ---- Parameters: one flat buffer ----
-  Index parameter_count() const noexcept { return s_.root.size(); }
-  Eigen::Map<Vector> parameters() { return s_.root.values(); }
-  Eigen::Map<const Vector> parameters() const { return s_.root.values(); }
-  Eigen::Map<Vector> gradients() { return s_.root.gradients(); }
-  Eigen::Map<const Vector> gradients() const { return s_.root.gradients(); }
-  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return s_.root.infos(); }
-  Eigen::Map<Matrix> parameter(const std::string& name) { return s_.root.value(s_.root.id(name)); }
-  Eigen::Map<Matrix> gradient(const std::string& name) { return s_.root.gradient(s_.root.id(name)); }
-  void set_parameter(const std::string& name, const Eigen::Ref<const Matrix>& value) { s_.root.set(name, value); }
+  // The rest of the parameter API (parameters(), parameter(name), ...) is
+  // ParameterAccess's (util/parameter_access.hpp).
   ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
   const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
-  void zero_grad() { s_.root.zero_grad(); }
 
   // ---- Parts ----
   Embedding<Scalar>& embedding() noexcept { return s_.embedding; }
@@ -263,16 +251,6 @@ class SyntaxTransformerTagger {
 template <class Scalar>
 SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {}
 
-// Copies and moves are BoundModel's (nn/parameter_binding.hpp).
-template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const SyntaxTransformerTagger& other) = default;
-template <class Scalar>
-SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(SyntaxTransformerTagger&& other) = default;
-template <class Scalar>
-SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(const SyntaxTransformerTagger& other) =
-    default;
-template <class Scalar>
-SyntaxTransformerTagger<Scalar>& SyntaxTransformerTagger<Scalar>::operator=(SyntaxTransformerTagger&& other) = default;
 
 template <class Scalar>
 const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
@@ -363,7 +341,7 @@ IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVecto
 
 template <class Scalar>
 Index SyntaxTransformerTagger<Scalar>::stage_offset(const std::string& prefix) const {
-  Index lowest = parameter_count();
+  Index lowest = this->parameter_count();
   for (const ParameterInfo& p : s_.root.infos())
     if (p.name.compare(0, prefix.size(), prefix) == 0 && p.offset < lowest) lowest = p.offset;
   return lowest;

@@ -49,6 +49,7 @@
 #include "../util/finite.hpp"
 #include "../util/layer_identity.hpp"
 #include "../util/parallel.hpp"
+#include "../util/parameter_access.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "arborescence.hpp"
@@ -193,17 +194,14 @@ struct ParsedBatch {
 };
 
 template <class Scalar>
-class BiaffineParser {
+class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
-  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
   using Cache = ParserCache<Scalar>;
 
   explicit BiaffineParser(const ParserOptions& options);
-  BiaffineParser(const BiaffineParser& other);
-  BiaffineParser(BiaffineParser&& other);
-  BiaffineParser& operator=(const BiaffineParser& other);
-  BiaffineParser& operator=(BiaffineParser&& other);
+  // Copies and moves are BoundModel's (nn/parameter_binding.hpp): a copy owns
+  // its own buffers (values copied); a moved model keeps working.
 
   const ParserOptions& options() const noexcept { return s_.options; }
 
@@ -227,16 +225,10 @@ class BiaffineParser {
   void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const;
 
   // ---- Parameters: one flat buffer ----
-  Index parameter_count() const noexcept { return s_.root.size(); }
-  Eigen::Map<Vector> parameters() { return s_.root.values(); }
-  Eigen::Map<const Vector> parameters() const { return s_.root.values(); }
-  Eigen::Map<Vector> gradients() { return s_.root.gradients(); }
-  const std::vector<ParameterInfo>& parameter_infos() const noexcept { return s_.root.infos(); }
+  // The rest of the parameter API (parameters(), parameter(name), ...) is
+  // ParameterAccess's (util/parameter_access.hpp).
   ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
   const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
-  Eigen::Map<Matrix> parameter(const std::string& name) { return s_.root.value(s_.root.id(name)); }
-  Eigen::Map<Matrix> gradient(const std::string& name) { return s_.root.gradient(s_.root.id(name)); }
-  void zero_grad() { s_.root.zero_grad(); }
 
  private:
   static constexpr std::uint64_t kSiteInput = 1, kSiteEncoder = 2, kSiteMlp = 10;
@@ -311,15 +303,6 @@ class BiaffineParser {
 template <class Scalar>
 BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(options) {}
 
-// Copies and moves are nn::BoundModel's (nn/parameter_binding.hpp).
-template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(const BiaffineParser& other) = default;
-template <class Scalar>
-BiaffineParser<Scalar>::BiaffineParser(BiaffineParser&& other) = default;
-template <class Scalar>
-BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(const BiaffineParser<Scalar>& other) = default;
-template <class Scalar>
-BiaffineParser<Scalar>& BiaffineParser<Scalar>::operator=(BiaffineParser<Scalar>&& other) = default;
 
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
