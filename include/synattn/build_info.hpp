@@ -55,7 +55,7 @@ inline std::string build_info() {
       line += ", avx512 on request only";
     line += "; products: ";
     const kernels::GemmRule rule = kernels::gemm_rule(build_cpu_features());
-    if (set.gemm == KernelIsa::portable || rule.min_side == kernels::kGemmNever.min_side)
+    if (set.gemm == KernelIsa::portable)
       line += "Eigen";
     else
       line += std::string("GEMM (") + to_string(set.gemm) + ") where " + kernels::gemm_rule_text(rule) + ", else Eigen";

@@ -111,12 +111,19 @@ TEST_CASE("the notice states what the dispatched kernels cover and what runs at 
     CHECK_THAT(text, Catch::Contains(kHead + "SSE4.1 SSE4.2 AVX; this CPU also has AVX2 FMA. "));
     CHECK_THAT(text, Catch::Contains("GEMM where " + k::gemm_rule_text(k::gemm_rule(kSse4 | CpuFeature::avx))));
   }
-  SECTION("AVX-512 build flags on a CPU with more: Eigen runs every product, the row kernels are dispatched") {
+  SECTION("AVX-512 build flags on a CPU with more: the GEMM at the AVX2 rule, the row kernels dispatched") {
     const CpuFeature build = kAvx2Machine | CpuFeature::avx512f;
     const std::string text =
         synattn::simd_notice_text(build | CpuFeature::avx512bw, build, kAvx2Set, k::gemm_rule(build));
     CHECK_THAT(text, Catch::Contains("this CPU also has AVX512BW. "));
-    CHECK_THAT(text, Catch::Contains("row kernels run avx2; Eigen's code (every matrix product, elementwise work) "
+    CHECK_THAT(text, Catch::Contains("row kernels run avx2 and the layers' matrix products run the avx2 GEMM where "
+                                     "m, n >= 32 and m n k >= 131072; Eigen's other code"));
+  }
+  SECTION("a kernel set with row kernels and no GEMM (NEON's): Eigen runs every product") {
+    const CpuFeature build = kAvx2Machine | CpuFeature::avx512f;
+    const std::string text = synattn::simd_notice_text(build | CpuFeature::avx512bw, build,
+                                                       k::kernel_set_for(synattn::KernelIsa::neon), k::gemm_rule(build));
+    CHECK_THAT(text, Catch::Contains("row kernels run neon; Eigen's code (every matrix product, elementwise work) "
                                      "runs at the build's flags."));
     CHECK_THAT(text, !Catch::Contains("GEMM"));
   }

@@ -16,7 +16,6 @@
 
 #include <Eigen/Core>
 
-#include <limits>
 #include <string>
 
 #include "../error.hpp"
@@ -36,9 +35,6 @@ struct GemmRule {
   Index min_volume;
 };
 
-// Never: no measurement says the GEMM wins.
-constexpr GemmRule kGemmNever{std::numeric_limits<Index>::max(), std::numeric_limits<Index>::max()};
-
 // The rule for Eigen compiled with the features `build`, against the AVX2 +
 // FMA GEMM (the only one that runs by default): the smallest shapes from
 // which the GEMM won. bench/bench_gemm.cpp, eigen/ against gemm/, 18 shapes
@@ -52,9 +48,12 @@ constexpr GemmRule kGemmNever{std::numeric_limits<Index>::max(), std::numeric_li
 //   fast (faster in 19 of 24; the per-head 64 x 32 x 64 scores 1.4-1.65x);
 //   outside it Eigen is faster in 9 of 12 (16 rows: 0.69-0.97x in float,
 //   4 rows: 0.6x, 32 x 32 x 32: 0.69-0.76x).
-// - AVX-512 (Eigen's AVX-512 product): never measured here, so Eigen's.
+// - AVX-512 (-march=native on an AVX-512 CPU; Eigen's AVX-512 product),
+//   measured on an AMD EPYC Zen 4, 2026-12-02, at 2d8beb7 (docs/benchmarks.md,
+//   "On AVX-512"): inside the AVX2 rule the AVX2 GEMM is 1.05-1.39x as fast
+//   (24 of 24); outside it Eigen wins at 4 and 16 rows (0.54-0.85x in
+//   float) and 8 x 8 x 8. So the same rule as for AVX2 + FMA.
 constexpr GemmRule gemm_rule(CpuFeature build) noexcept {
-  if (has(build, CpuFeature::avx512f)) return kGemmNever;
   if (has(build, CpuFeature::avx2 | CpuFeature::fma)) return {32, 64 * 64 * 32};
   return {8, 16 * 16 * 16};
 }

@@ -53,7 +53,7 @@ inline std::string simd_notice_text(CpuFeature cpu, CpuFeature build, const kern
   std::string text = "synattn: this build is compiled for " +
                      (built.empty() ? std::string("the x86-64 baseline") : built) + "; this CPU also has " +
                      feature_names(missing) + ". ";
-  const bool gemm = set.gemm != KernelIsa::portable && rule.min_side != kernels::kGemmNever.min_side;
+  const bool gemm = set.gemm != KernelIsa::portable;
   if (set.rows != KernelIsa::portable || gemm) {
     text += "Chosen at run time, the attention row kernels run " + std::string(to_string(set.rows));
     if (gemm)
