@@ -20,6 +20,7 @@ import io
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 
@@ -104,7 +105,8 @@ def main():
 
     started = datetime.datetime.now(datetime.timezone.utc)
     runs = [(label, measure(program, isa, args)) for label, program, isa in args.run]
-    keys = sorted(set.intersection(*(set(t) for _, t in runs)), key=lambda k: (k[2] * k[3] * k[4], k[1], k[0] != "float"))
+    keys = sorted(set.intersection(*(set(t) for _, t in runs)),
+                  key=lambda k: (k[2] * k[3] * k[4], k[2:], k[1], k[0] != "float"))  # by m n k, float first
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True).stdout.strip()
@@ -117,7 +119,7 @@ def main():
     print(f"Machine: {cpu}, {os.cpu_count()} CPUs; {started:%Y-%m-%d %H:%M} UTC; commit {commit}"
           f"{' with uncommitted changes' if dirty else ''}; medians of {args.repetitions}, one thread"
           f"{f', pinned to CPU {args.cpu}' if args.cpu is not None else ''}.")
-    print("Command: /usr/bin/python3 tools/bench_gemm_table.py " + " ".join(sys.argv[1:]))
+    print("Command: /usr/bin/python3 tools/bench_gemm_table.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     print()
     head = "| shape m×n×k op | scalar |"
     rule_line = "|---|---|"
