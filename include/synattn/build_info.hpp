@@ -47,8 +47,8 @@ inline std::string build_info() {
     line += std::string(to_string(active)) + " set (rows " + to_string(set.rows) + ", GEMM " + to_string(set.gemm) +
             ", small linear " + (set.linear_small == KernelIsa::portable ? "none" : to_string(set.linear_small)) +
             ")";
-    // AVX-512 runs only when asked for (never on AVX-512 hardware here);
-    // say so wherever the build carries it.
+    // AVX-512 runs only when asked for (kernels/registry.hpp says why); say
+    // so wherever the build carries it.
     if (active == KernelIsa::avx512)
       line += ", requested (AVX-512 is never chosen by default)";
     else if (kernels::detail::compiled(KernelIsa::avx512))

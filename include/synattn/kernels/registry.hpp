@@ -16,10 +16,10 @@
 // environment variable SYNATTN_KERNEL_ISA=portable|avx2|avx512|neon, and
 // changed by set_isa() (an atomic: a kernel call that started finishes with
 // the set it read). By default the widest set the build carries and the CPU
-// runs, except AVX-512: those kernels have never run on AVX-512 hardware
-// here (their tests skip without it; attention_rows_emulated.hpp checks the
-// 16-lane control flow in plain C++), so they run only when asked for
-// (SYNATTN_KERNEL_ISA=avx512 or set_isa).
+// runs, except AVX-512, which runs only when asked for
+// (SYNATTN_KERNEL_ISA=avx512 or set_isa): its tests pass on an AVX-512 CPU
+// (Zen 4), but there the set was measured faster on single sentences and
+// slower on long ones than avx2 (docs/benchmarks.md, "On AVX-512").
 //
 // Results: for a given ISA, bit-identical for every thread count; between
 // ISAs they differ by rounding, within the documented tolerance (docs/math.md
