@@ -385,7 +385,8 @@ TEST_CASE("gemm_rule holds the measured thresholds per Eigen ISA", "[kernels][pr
   const CpuFeature avx2 = CpuFeature::avx | CpuFeature::avx2 | CpuFeature::fma;
   CHECK(gemm_rule(avx2).min_side == 32);
   CHECK(gemm_rule(avx2).min_volume == 64 * 64 * 32);
-  const CpuFeature avx512 = avx2 | CpuFeature::avx512f | CpuFeature::avx512bw | CpuFeature::avx512vl | CpuFeature::avx512dq;
+  const CpuFeature avx512 =
+      avx2 | CpuFeature::avx512f | CpuFeature::avx512bw | CpuFeature::avx512vl | CpuFeature::avx512dq;
   CHECK(gemm_rule(avx512).min_side == 32);  // measured on Zen 4: the AVX2 GEMM's wins start where they do for AVX2
   CHECK(gemm_rule(avx512).min_volume == 64 * 64 * 32);
   CHECK(synattn::kernels::gemm_rule_text(gemm_rule(CpuFeature::none)) == "m, n >= 8 and m n k >= 4096");

@@ -121,8 +121,8 @@ TEST_CASE("the notice states what the dispatched kernels cover and what runs at 
   }
   SECTION("a kernel set with row kernels and no GEMM (NEON's): Eigen runs every product") {
     const CpuFeature build = kAvx2Machine | CpuFeature::avx512f;
-    const std::string text = synattn::simd_notice_text(build | CpuFeature::avx512bw, build,
-                                                       k::kernel_set_for(synattn::KernelIsa::neon), k::gemm_rule(build));
+    const std::string text = synattn::simd_notice_text(
+        build | CpuFeature::avx512bw, build, k::kernel_set_for(synattn::KernelIsa::neon), k::gemm_rule(build));
     CHECK_THAT(text, Catch::Contains("row kernels run neon; Eigen's code (every matrix product, elementwise work) "
                                      "runs at the build's flags."));
     CHECK_THAT(text, !Catch::Contains("GEMM"));

@@ -123,7 +123,7 @@ class AttentionCache {
   Matrix probs_;                         // softmax output P
   Matrix mixed_;                         // post-mixing talking heads: mixed P
   Matrix ctx_;                           // (batch * n_q, h*dv)
-  BucketBlock buckets_;  // (batch * n_q, n_kv) when the layer has a syntax bias
+  BucketBlock buckets_;                  // (batch * n_q, n_kv) when the layer has a syntax bias
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
   Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only
   std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:

@@ -17,9 +17,9 @@ namespace synattn {
 
 // The attention layer's tree inputs for one batch.
 struct BucketBatch {
-  BucketBlock buckets;  // (batch * n_max, n_max); -1 on padding pairs
-  std::vector<int> lengths;             // words per sentence
-  int n_max = 0;                        // positions per sequence
+  BucketBlock buckets;       // (batch * n_max, n_max); -1 on padding pairs
+  std::vector<int> lengths;  // words per sentence
+  int n_max = 0;             // positions per sequence
 };
 
 // Distances (up and down for a directed bucketing) in int16, so sentences

@@ -66,7 +66,7 @@ struct WordDropout {
 struct TokenBatch {
   RowMajorMatrix<std::int32_t> ids;     // (batch, n)
   std::vector<int> lengths;             // (batch)
-  BucketBlock buckets;  // (batch * n, n) or 0 x 0
+  BucketBlock buckets;                  // (batch * n, n) or 0 x 0
   RowMajorMatrix<std::int32_t> labels;  // (batch, n)
   std::size_t tokens = 0;               // labels != -100
   std::size_t dropped = 0;              // words word dropout replaced by kUnk

@@ -49,10 +49,12 @@ struct GemmRule {
 //   outside it Eigen is faster in 9 of 12 (16 rows: 0.69-0.97x in float,
 //   4 rows: 0.6x, 32 x 32 x 32: 0.69-0.76x).
 // - AVX-512 (-march=native on an AVX-512 CPU; Eigen's AVX-512 product),
-//   measured on an AMD EPYC Zen 4, 2026-12-02, at 2d8beb7 (docs/benchmarks.md,
-//   "On AVX-512"): inside the AVX2 rule the AVX2 GEMM is 1.05-1.39x as fast
-//   (24 of 24); outside it Eigen wins at 4 and 16 rows (0.54-0.85x in
-//   float) and 8 x 8 x 8. So the same rule as for AVX2 + FMA.
+//   measured on an AMD EPYC Zen 4 (docs/benchmarks.md, "On AVX-512"):
+//   inside the AVX2 rule the AVX2 GEMM was 1.05-1.39x as fast in 24 of 24
+//   (2026-12-02) and faster in 20 of 24, 0.88-1.22x, on a noisier run
+//   (2026-12-03); outside it Eigen wins the 4- and 16-row products
+//   (0.54-0.85x in float) and 8 x 8 x 8. So the same rule as for AVX2 + FMA;
+//   end to end the short-sentence batches got 1.4x faster.
 constexpr GemmRule gemm_rule(CpuFeature build) noexcept {
   if (has(build, CpuFeature::avx2 | CpuFeature::fma)) return {32, 64 * 64 * 32};
   return {8, 16 * 16 * 16};

@@ -251,7 +251,6 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
 template <class Scalar>
 SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {}
 
-
 template <class Scalar>
 const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
     const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,

@@ -303,7 +303,6 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
 template <class Scalar>
 BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(options) {}
 
-
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
                                      const RandomStream* dropout) const {

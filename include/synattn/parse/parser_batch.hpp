@@ -103,7 +103,7 @@ struct ParserBatch {
   nn::IdVector words;                            // (B * m)
   CharIdMatrix chars;                            // (B * m, kMaxWordChars)
   std::vector<int> char_lengths;                 // (B * m)
-  BucketBlock buckets;           // (B * m, m)
+  BucketBlock buckets;                           // (B * m, m)
   nn::IdVector heads, labels, upos;              // (B * m): kIgnoreLabel on root and padding
   Index words_count = 0;                         // real words (not the roots)
   int batch() const noexcept { return static_cast<int>(lengths.size()); }
