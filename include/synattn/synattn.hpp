@@ -15,6 +15,7 @@
 #include "tree/batch.hpp"
 #include "tree/subword.hpp"
 #include "tree/stats.hpp"
+#include "tree/corruption.hpp"
 #include "io/conllu.hpp"
 
 #include "io/npy.hpp"
@@ -27,6 +28,7 @@
 #include "data/vocabulary.hpp"
 #include "data/batching.hpp"
 #include "data/token_batch.hpp"
+#include "data/tree_source.hpp"
 
 #include "attention/options.hpp"
 #include "attention/syntax_attention.hpp"

@@ -1,0 +1,121 @@
+// synattn — trees from elsewhere for a tagging corpus (SPEC §6): the trees a
+// parser drew, or trees corrupted on purpose, in place of the gold ones the
+// corpus was read with. Words and labels stay the corpus's own; only the
+// trees the attention bias reads change.
+//
+//   auto train = load_tagging_corpus("train.conllu");
+//   replace_trees(train, read_conllu("train.predicted.conllu"), "train.conllu", "train.predicted.conllu");
+//   corrupt_trees(train, 0.1, RandomStream(seed));   // or: controlled noise
+//
+// Sentences are matched by sent_id, then checked word by word: the same
+// number of words and the same forms (compared after the corpus's own
+// casing). Every mismatch is an error that names both files, the sentence
+// and the word; a tree file may hold more sentences than the corpus (a file
+// for all of train serves any subset of it).
+#ifndef SYNATTN_DATA_TREE_SOURCE_HPP
+#define SYNATTN_DATA_TREE_SOURCE_HPP
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../error.hpp"
+#include "../io/conllu.hpp"
+#include "../tree/corruption.hpp"
+#include "../util/random.hpp"
+#include "tagging_corpus.hpp"
+
+namespace synattn {
+
+// Replaces the heads and tree of every sentence of `corpus` by those of the
+// sentence with its sent_id in `trees`. `corpus_file` and `trees_file` name
+// the sources in messages; `forms` is how the corpus cased its forms. Throws
+// ParseError "TREES_FILE:LINE: ..." (the tree file's sentence) or Error
+// naming the corpus's sentence; on a throw `corpus` is unchanged.
+inline void replace_trees(std::vector<TaggedSentence>& corpus, const std::vector<ConlluSentence>& trees,
+                          const std::string& corpus_file, const std::string& trees_file,
+                          FormCase forms = FormCase::AsciiLower) {
+  std::unordered_map<std::string, const ConlluSentence*> by_id;
+  by_id.reserve(trees.size());
+  for (const ConlluSentence& t : trees) {
+    if (t.sent_id.empty())
+      throw ParseError(trees_file, t.line,
+                       "sentence " + t.label() + " has no sent_id; tree files are matched to the corpus by sent_id");
+    const auto [it, fresh] = by_id.emplace(t.sent_id, &t);
+    if (!fresh)
+      throw ParseError(
+          trees_file, t.line,
+          "sentence " + t.sent_id + " appears twice (first at line " + std::to_string(it->second->line) + ")");
+  }
+  // Every check first, then every replacement: a refused file changes nothing.
+  std::vector<std::vector<int>> heads(corpus.size());
+  std::vector<DependencyTree> replaced(corpus.size());
+  for (std::size_t k = 0; k < corpus.size(); ++k) {
+    const TaggedSentence& s = corpus[k];
+    const std::string where = corpus_file + ":" + std::to_string(s.line) + ": sentence " + s.id;
+    const auto it = by_id.find(s.id);
+    if (it == by_id.end())
+      throw Error("replace_trees: " + where + " has no tree in " + trees_file +
+                  (s.id.rfind('#', 0) == 0 ? " (it has no sent_id to match by)" : ""));
+    const ConlluSentence& t = *it->second;
+    if (t.size() != static_cast<std::size_t>(s.size()))
+      throw ParseError(trees_file, t.line,
+                       "sentence " + t.sent_id + " has " + std::to_string(t.size()) + " words but " +
+                           std::to_string(s.size()) + " in " + corpus_file + " (line " + std::to_string(s.line) + ")");
+    for (std::size_t j = 0; j < t.size(); ++j) {
+      const std::string form = forms == FormCase::AsciiLower ? ascii_lower(t.words[j].form) : t.words[j].form;
+      if (form != s.forms[j])
+        throw ParseError(trees_file, t.line,
+                         "sentence " + t.sent_id + ": word " + std::to_string(j + 1) + " is '" + t.words[j].form +
+                             "' but '" + s.forms[j] + "' in " + corpus_file + " (line " + std::to_string(s.line) + ")");
+    }
+    heads[k] = t.heads();
+    replaced[k] = DependencyTree(heads[k], Structure::Tree, trees_file + ": sentence " + t.sent_id);
+  }
+  for (std::size_t k = 0; k < corpus.size(); ++k) {
+    corpus[k].heads = std::move(heads[k]);
+    corpus[k].tree = std::move(replaced[k]);
+  }
+}
+
+// Corrupts every sentence's tree in place by corrupt_heads (tree/corruption.hpp)
+// with probability p, sentence k drawing from stream.derive(first_index + k):
+// the same sentence gets the same tree in any subset that keys it by the same
+// index.
+inline void corrupt_trees(std::vector<TaggedSentence>& corpus, double p, const RandomStream& stream,
+                          std::size_t first_index = 0) {
+  std::vector<std::vector<int>> heads(corpus.size());
+  std::vector<DependencyTree> trees(corpus.size());
+  for (std::size_t k = 0; k < corpus.size(); ++k) {  // all or nothing, as replace_trees
+    heads[k] = corrupt_heads(corpus[k].heads, p, stream.derive(first_index + k), corpus[k].id);
+    trees[k] = DependencyTree(heads[k], Structure::Tree, corpus[k].id);
+  }
+  for (std::size_t k = 0; k < corpus.size(); ++k) {
+    corpus[k].heads = std::move(heads[k]);
+    corpus[k].tree = std::move(trees[k]);
+  }
+}
+
+// Attachment agreement of two corpora's trees, word by word (UAS of `used`
+// against `gold` when `gold` holds the gold trees): the share, in percent, of
+// words whose heads agree; throws Error when the corpora differ in sentences
+// or words.
+inline double tree_agreement(const std::vector<TaggedSentence>& gold, const std::vector<TaggedSentence>& used) {
+  if (gold.size() != used.size())
+    throw Error("tree_agreement: " + std::to_string(gold.size()) + " gold sentences but " +
+                std::to_string(used.size()) + " others");
+  std::size_t words = 0, same = 0;
+  for (std::size_t k = 0; k < gold.size(); ++k) {
+    if (gold[k].heads.size() != used[k].heads.size())
+      throw Error("tree_agreement: sentence " + gold[k].id + " has " + std::to_string(gold[k].heads.size()) +
+                  " words but " + std::to_string(used[k].heads.size()) + " in the other corpus");
+    same += correct_heads(gold[k].heads, used[k].heads);
+    words += gold[k].heads.size();
+  }
+  return words ? 100.0 * static_cast<double>(same) / static_cast<double>(words) : 100.0;
+}
+
+}  // namespace synattn
+
+#endif  // SYNATTN_DATA_TREE_SOURCE_HPP
