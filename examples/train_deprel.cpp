@@ -22,6 +22,8 @@
 //   train_deprel --train-size 500 --variants none,fixed,shared --seeds 1 --epochs 30
 //   train_deprel --full --json results.jsonl --out results/
 //   mpirun -np 2 train_deprel --threads 1 ...   (data-parallel, built with MPI)
+//   train_deprel --train-trees predicted-train.conllu --dev-trees predicted-dev.conllu ...
+//   train_deprel --tree-noise 0.1 ...            (trees a parser drew, or corrupted: trees.hpp)
 //
 // Under mpirun every rank reads the same files and builds the same model;
 // rank 0's parameters are broadcast and the ranks' fingerprints (run, data
@@ -65,6 +67,7 @@
 #include "train_deprel/report.hpp"
 #include "train_deprel/results.hpp"
 #include "train_deprel/team.hpp"
+#include "train_deprel/trees.hpp"
 
 namespace {
 
@@ -151,8 +154,9 @@ std::vector<std::vector<double>> learned_bias(Model& model) {
 }
 
 struct Corpora {
-  std::vector<synattn::TaggedSentence> train, dev;
+  std::vector<synattn::TaggedSentence> train, dev;  // with the trees the bias reads (trees.hpp)
   synattn::LabelSet labels;
+  train_deprel::TreeSources trees;  // the gold trees beside, when others are used
   // What the ranks compare under mpirun (hex), computed once: content, not counts.
   std::string train_checksum, dev_checksum;
 };
@@ -193,6 +197,7 @@ constexpr int kMaxWords = 60;
 struct RunData {
   std::vector<std::size_t> subset_index;  // into Corpora::train
   std::size_t subset_size = 0;
+  std::vector<synattn::TaggedSentence> subset;  // kept for --train-tree-noise's per-epoch trees
   synattn::Vocabulary vocab;
   synattn::EncodedCorpus train, dev;
   std::vector<int> train_lengths, dev_lengths;
@@ -215,6 +220,7 @@ RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, 
   d.dev = synattn::EncodedCorpus(data.dev, d.vocab, data.labels, bucketing);
   d.train_lengths = synattn::sentence_lengths(subset);
   d.dev_lengths = synattn::sentence_lengths(data.dev);
+  if (config.train_tree_noise > 0) d.subset = std::move(subset);
   return d;
 }
 
@@ -261,7 +267,8 @@ class StepGradients {
 // and content, and which sentences are trained in which order: the shard
 // plan) and the model's parameter layout.
 synattn::mpi::Fingerprint run_fingerprint(const train_deprel::RunSpec& run, const Corpora& data, const RunData& d,
-                                          const Model& model, std::uint64_t data_seed) {
+                                          const Model& model, const train_deprel::Config& config) {
+  const std::uint64_t data_seed = config.data_seed;
   synattn::mpi::Fingerprint f;
   f.add("variant", run.variant.name).add("train_size", run.train_size).add("seed", run.seed);
   f.add("bias_lr_mult", run.bias_lr_mult).add("epochs", run.schedule.epochs).add("patience", run.schedule.patience);
@@ -273,6 +280,8 @@ synattn::mpi::Fingerprint run_fingerprint(const train_deprel::RunSpec& run, cons
   for (std::size_t i : d.subset_index) plan.add(i);
   f.add_checksum("training_subset", plan);
   f.add("labels", data.labels.size()).add("vocabulary", d.vocab.size());
+  // The trees: their content is in the data checksums; the per-epoch noise is not.
+  f.add("train_tree_noise", config.train_tree_noise).add("tree_noise_seed", config.tree_noise_seed);
   f.add_parameters(model.parameter_infos());
   return f;
 }
@@ -287,7 +296,7 @@ void join_team(const train_deprel::RunSpec& run, const Corpora& data, const RunD
                const train_deprel::Config& config, const train_deprel::Team& team, StepGradients& gradients) {
 #if defined(SYNATTN_EXAMPLE_MPI)
   if (team.communicator() && team.size() > 1) {
-    synattn::mpi::verify_agreement(*team.communicator(), run_fingerprint(run, data, d, model, config.data_seed).text());
+    synattn::mpi::verify_agreement(*team.communicator(), run_fingerprint(run, data, d, model, config).text());
     synattn::mpi::DataParallelOptions dpo;
     dpo.overlap = config.overlap;
     gradients.dp_.emplace(*team.communicator(), model.parameter_infos(), dpo);
@@ -413,16 +422,39 @@ void save_run_checkpoint(Trainer& t, const train_deprel::RunResult& result, cons
                                    {"processes", std::to_string(ctx.team->size())}});
 }
 
+// The run's trees: their sources, noise settings and UAS against gold (the
+// training subset's here; under --train-tree-noise the mean over epochs
+// replaces it when the run ends).
+void describe_trees(train_deprel::RunResult& result, const train_deprel::Config& config, const Corpora& data,
+                    const RunData& d) {
+  result.trees = config.trees_label();
+  result.train_trees = config.train_trees_path.empty() ? "gold" : config.train_trees_path;
+  result.dev_trees = config.dev_trees_path.empty() ? "gold" : config.dev_trees_path;
+  result.tree_noise = config.tree_noise;
+  result.tree_noise_seed = config.tree_noise_seed;
+  result.train_tree_noise = config.train_tree_noise;
+  std::vector<synattn::TaggedSentence> used;
+  if (!data.trees.train_gold.empty()) {
+    used.reserve(d.subset_index.size());
+    for (std::size_t i : d.subset_index) used.push_back(data.train[i]);
+  }
+  result.train_tree_uas = train_deprel::subset_uas(data.trees, d.subset_index, used);
+  result.dev_tree_uas = data.trees.dev_uas;
+  result.dev_trees_label_accuracy = data.trees.dev_trees_label_accuracy;
+}
+
 // One run: its data, its model, the team's handshake, then epochs of steps,
 // each scored on dev, until the schedule or early stopping ends it.
 train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, const RunContext& ctx,
                                   train_deprel::Progress& progress) {
   const train_deprel::Team& team = *ctx.team;
   const auto t0 = Clock::now();
-  const RunData d = prepare_run_data(run, data, *ctx.config);
+  const train_deprel::Config& config = *ctx.config;
+  RunData d = prepare_run_data(run, data, config);
   Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed), run.bias_lr_mult, run.seed);
   join_team(run, data, d, t.model, *ctx.config, team, t.gradients);
   train_deprel::RunResult result = describe_run(run, d, t.model, team);
+  describe_trees(result, config, data, d);
 
   char name[96];
   std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", run.variant.name.c_str(), run.bias_lr_mult, run.train_size,
@@ -431,7 +463,13 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   state.run = name;
   state.epochs = run.schedule.epochs;
   int since_best = 0;
+  double epoch_uas_sum = 0;
   for (int epoch = 0; epoch < run.schedule.epochs; ++epoch) {
+    if (config.train_tree_noise > 0 && run.variant.bucketing) {  // this epoch's trees (trees.hpp)
+      const auto trees = train_deprel::epoch_trees(config, d.subset_index, d.subset, epoch);
+      epoch_uas_sum += train_deprel::subset_uas(data.trees, d.subset_index, trees);
+      d.train = synattn::EncodedCorpus(trees, d.vocab, data.labels, &*run.variant.bucketing);
+    }
     train_epoch(t, epoch, run, d, team, t0, state, progress);
     const double accuracy = evaluate(t.model, d.dev, d.dev_lengths, t.batch, t.cache, team);
     state.dev_accuracy = accuracy;
@@ -439,6 +477,7 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
     if (record_dev_accuracy(result, accuracy, epoch, run.schedule.patience, t.model, since_best)) break;
   }
   result.epochs_run = static_cast<int>(result.dev_history.size());
+  if (epoch_uas_sum > 0) result.train_tree_uas = epoch_uas_sum / result.epochs_run;
   result.train_seconds = seconds_since(t0);
   result.train_tokens_per_second = t.step_seconds > 0 ? static_cast<double>(t.trained_tokens) / t.step_seconds : 0.0;
   result.reduce_wait_seconds = t.gradients.reduce_wait_seconds();
@@ -464,6 +503,7 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   data.dev = synattn::load_tagging_corpus(config.dev_path, deprel_task());
   train_deprel::check_corpora(config, data.train, data.dev);
   data.labels = synattn::LabelSet::build(data.train);
+  data.trees = train_deprel::apply_tree_sources(config, data.train, data.dev, data.labels);
   if (team.size() > 1) {
     data.train_checksum = train_deprel::corpus_checksum(data.train).hex();
     data.dev_checksum = train_deprel::corpus_checksum(data.dev).hex();
@@ -472,6 +512,8 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
       << " relations; dev " << config.dev_path << ": " << data.dev.size() << " sentences ("
       << data.labels.count_ignored(data.dev) << " words with a relation unseen in train are not scored)\n";
 
+  if (!config.gold_trees())
+    log << "trees: " << config.trees_label() << "; dev trees UAS " << data.trees.dev_uas << "%\n";
   train_deprel::Progress progress(log, team.root() && train_deprel::Progress().interactive());
   std::vector<train_deprel::RunResult> results;
   const auto runs = config.runs();

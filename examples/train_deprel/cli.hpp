@@ -4,7 +4,15 @@
 //   train_deprel --train FILE --dev FILE --train-size N --variants LIST
 //                --seeds LIST [--epochs E] [--patience P] [--bias-lr-mult X]
 //                [--threads T] [--json FILE] [--out DIR] [--full]
-//                [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S] [--help]
+//                [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]
+//                [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]
+//                [--train-tree-noise Q] [--trees-name NAME] [--help]
+//
+// Tree sources (SPEC §6): the bias reads gold trees unless --train-trees /
+// --dev-trees give CoNLL-U files whose HEAD columns replace them (matched by
+// sent_id and forms: data/tree_source.hpp); --tree-noise corrupts the train
+// and dev trees once (tree/corruption.hpp), --train-tree-noise corrupts the
+// training trees afresh every epoch, dev trees staying as given.
 //
 // Under mpirun (-np P) the same flags train one model on P processes
 // (data-parallel, synattn::mpi); --no-overlap then reduces the gradients
@@ -20,7 +28,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -157,6 +167,37 @@ struct Config {
   double mpi_timeout_seconds = 600.0;
   bool full = false;
   bool help = false;
+  // Tree sources (empty: the gold trees of --train / --dev).
+  std::string train_trees_path, dev_trees_path;
+  double tree_noise = 0.0;            // --tree-noise: train and dev trees corrupted once
+  std::uint64_t tree_noise_seed = 1;  // --tree-noise-seed: the corruption's seed (both kinds)
+  double train_tree_noise = 0.0;      // --train-tree-noise: training trees corrupted afresh each epoch
+  std::string trees_name;             // --trees-name; empty: trees_label()
+
+  bool gold_trees() const { return train_trees_path.empty() && dev_trees_path.empty() && tree_noise == 0.0 &&
+                                   train_tree_noise == 0.0; }
+  // What the tables call this tree condition: --trees-name, else "gold", else
+  // the sources and noise settings ("train=FILE, dev=gold, noise=0.1", "noise=0.1").
+  std::string trees_label() const {
+    if (!trees_name.empty()) return trees_name;
+    if (gold_trees()) return "gold";
+    const auto source = [](const std::string& path) {
+      return path.empty() ? std::string("gold") : std::filesystem::path(path).filename().string();
+    };
+    std::string s;
+    if (!train_trees_path.empty() || !dev_trees_path.empty())
+      s = "train=" + source(train_trees_path) + ", dev=" + source(dev_trees_path);
+    char buf[64];
+    if (tree_noise > 0) {
+      std::snprintf(buf, sizeof buf, "%snoise=%g", s.empty() ? "" : ", ", tree_noise);
+      s += buf;
+    }
+    if (train_tree_noise > 0) {
+      std::snprintf(buf, sizeof buf, "%strain-noise=%g", s.empty() ? "" : ", ", train_tree_noise);
+      s += buf;
+    }
+    return s;
+  }
   // The recipe's fixed data seed (docs/experiment.md): every run trains on
   // the same subset; bench/pytorch_train_reference.py draws with the same one.
   std::uint64_t data_seed = 20240601;
@@ -191,7 +232,9 @@ inline const char* usage() {
   return "usage: train_deprel [--train FILE] [--dev FILE] [--train-size N] [--variants LIST] [--seeds LIST]\n"
          "                    [--epochs E] [--patience P] [--bias-lr-mult X] [--threads T]\n"
          "                    [--json FILE] [--out DIR] [--full] [--report FILE]\n"
-         "                    [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S] [--help]\n"
+         "                    [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]\n"
+         "                    [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]\n"
+         "                    [--train-tree-noise Q] [--trees-name NAME] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -219,6 +262,16 @@ inline const char* usage() {
          "  --no-overlap        under mpirun: reduce gradients after the backward pass, not during it\n"
          "  --mpi-timeout S     under mpirun: end the job when a process waits more than S seconds\n"
          "                      for the others (a hung process; default 600)\n"
+         "  --train-trees FILE  CoNLL-U whose HEAD column gives the training trees of the bias (words and\n"
+         "                      labels still from --train; sentences matched by sent_id and forms)\n"
+         "  --dev-trees FILE    the same for --dev\n"
+         "  --tree-noise P      re-attach each non-root word of the train and dev trees with probability P\n"
+         "                      to a random word outside its subtree (once, before training; SPEC 6)\n"
+         "  --tree-noise-seed S the seed of both kinds of tree noise (default 1)\n"
+         "  --train-tree-noise Q  corrupt the training trees afresh every epoch with probability Q\n"
+         "                      (a regulariser); dev trees stay as given\n"
+         "  --trees-name NAME   this tree condition's name in tables and JSON (default: gold, or the\n"
+         "                      sources and noise settings)\n"
          "  --help              this text\n"
          "\n"
          "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
@@ -246,6 +299,16 @@ inline double parse_positive(const std::string& flag, const std::string& text) {
   if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ')
     throw CliError(flag + ": '" + text + "' is not a number");
   if (!(v > 0.0) || !std::isfinite(v)) throw CliError(flag + ": " + text + " must be a positive number");
+  return v;
+}
+
+inline double parse_probability(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ')
+    throw CliError(flag + ": '" + text + "' is not a number");
+  if (!(v >= 0.0 && v <= 1.0)) throw CliError(flag + ": " + text + " must be a probability in [0, 1]");
   return v;
 }
 
@@ -288,7 +351,9 @@ inline Config parse_cli(int argc, const char* const* argv) {
     static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
                                           "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
                                           "--threads", "--json",   "--out",          "--report",
-                                          "--save-checkpoint", "--mpi-timeout"};
+                                          "--save-checkpoint", "--mpi-timeout", "--train-trees",
+                                          "--dev-trees", "--tree-noise", "--tree-noise-seed", "--train-tree-noise",
+                                          "--trees-name"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -331,6 +396,19 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.checkpoint_path = value;
     } else if (flag == "--mpi-timeout") {
       c.mpi_timeout_seconds = detail::parse_positive(flag, value);
+    } else if (flag == "--train-trees") {
+      c.train_trees_path = value;
+    } else if (flag == "--dev-trees") {
+      c.dev_trees_path = value;
+    } else if (flag == "--tree-noise") {
+      c.tree_noise = detail::parse_probability(flag, value);
+    } else if (flag == "--tree-noise-seed") {
+      c.tree_noise_seed = static_cast<std::uint64_t>(detail::parse_integer(flag, value, 0, 9007199254740992LL));
+    } else if (flag == "--train-tree-noise") {
+      c.train_tree_noise = detail::parse_probability(flag, value);
+    } else if (flag == "--trees-name") {
+      if (value.empty()) throw CliError(flag + ": the name is empty");
+      c.trees_name = value;
     }
   }
   if (c.full) {

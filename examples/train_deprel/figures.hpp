@@ -5,7 +5,9 @@
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_FIGURES_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_FIGURES_HPP
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,46 @@ inline HeatMap directed_heat_map(const RunResult& r, std::size_t layer) {
                           v.begin() + static_cast<std::ptrdiff_t>((k + 1) * side));
   }
   return h;
+}
+
+// The gain over none against the dev trees' UAS, one series per variant
+// and N, over the tree conditions whose train and dev trees are of one kind
+// (TreeGrid::matched: gold, predicted, fixed noise); the points of a series
+// in UAS order.
+inline LineChart gain_vs_uas_chart(const std::vector<RunResult>& runs) {
+  const TreeGrid grid(runs);
+  LineChart c;
+  c.title = "What the tree buys against the trees' accuracy";
+  c.x_label = "UAS of the trees the bias reads (dev, %)";
+  c.y_label = "dev accuracy gain over none (points)";
+  std::vector<std::pair<std::string, double>> variants;  // first-appearance order
+  for (const TreeRowKey& k : grid.rows)
+    if (std::find(variants.begin(), variants.end(), std::make_pair(k.variant, k.bias_lr_mult)) == variants.end())
+      variants.emplace_back(k.variant, k.bias_lr_mult);
+  for (const auto& [variant, mult] : variants)
+    for (int n : grid.sizes) {
+      std::vector<std::pair<double, double>> points;
+      for (const std::string& condition : grid.conditions) {
+        if (!grid.matched.at(condition)) continue;
+        const double g = grid.gain({condition, variant, mult}, n);
+        if (!std::isnan(g)) points.emplace_back(grid.dev_uas.at(condition).mean, g);
+      }
+      if (points.empty()) continue;
+      std::sort(points.begin(), points.end());
+      Series s;
+      char buf[96];
+      if (mult == 10.0)
+        std::snprintf(buf, sizeof buf, "%s N=%d", variant.c_str(), n);
+      else
+        std::snprintf(buf, sizeof buf, "%s x%g N=%d", variant.c_str(), mult, n);
+      s.name = buf;
+      for (const auto& [x, y] : points) {
+        s.x.push_back(x);
+        s.y.push_back(y);
+      }
+      c.series.push_back(std::move(s));
+    }
+  return c;
 }
 
 }  // namespace train_deprel

@@ -8,6 +8,8 @@
 //   directed-STEM-layerL.svg     the directed variant's up x down grid
 //   curves-NSIZE.svg             dev accuracy per epoch, every run of that N
 //   results.md                   the table
+//   gain-vs-uas.svg              with tree conditions other than gold: the
+//                                gain over none against the trees' UAS
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_REPORT_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_REPORT_HPP
 
@@ -24,11 +26,36 @@
 
 namespace train_deprel {
 
-// "shared-x10-N500-seed1": a run's part of a file name.
+// "shared-x10-N500-seed1": a run's part of a file name; with other trees
+// than gold, their name follows, as letters, digits, '.' and '-'
+// ("shared-x10-N500-seed1-noise-0.1").
 inline std::string file_stem(const RunResult& r) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s-x%g-N%d-seed%d", r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed);
-  return buf;
+  std::string stem = buf;
+  if (r.trees == "gold") return stem;
+  stem += '-';
+  for (char ch : r.trees) {
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.';
+    if (keep)
+      stem += ch;
+    else if (stem.back() != '-')
+      stem += '-';
+  }
+  while (stem.back() == '-') stem.pop_back();
+  return stem;
+}
+
+// True when the runs read other trees than gold: their table is the tree
+// table (markdown_tree_table) and their plot the gain against tree UAS.
+inline bool has_tree_conditions(const std::vector<RunResult>& results) {
+  for (const auto& r : results)
+    if (r.trees != "gold") return true;
+  return false;
+}
+
+inline std::string results_table(const std::vector<RunResult>& results) {
+  return has_tree_conditions(results) ? markdown_tree_table(results) : markdown_results_table(results);
 }
 
 // The figures and results.md of `results` in `dir` (created if absent).
@@ -48,13 +75,15 @@ inline void write_outputs(const std::string& dir, const std::vector<RunResult>& 
     write_text_file(dir + "/curves-N" + std::to_string(size) + ".svg",
                     render_line_chart(learning_curves_chart(
                         runs, "Dev accuracy per epoch, N = " + std::to_string(size) + " training sentences")));
-  write_text_file(dir + "/results.md", markdown_results_table(results));
+  if (has_tree_conditions(results))
+    write_text_file(dir + "/gain-vs-uas.svg", render_line_chart(gain_vs_uas_chart(results)));
+  write_text_file(dir + "/results.md", results_table(results));
 }
 
 // The table of `results` on `out`, and the files of write_outputs when
 // `out_dir` is not empty.
 inline void report_results(const std::vector<RunResult>& results, const std::string& out_dir, std::ostream& out) {
-  out << markdown_results_table(results);
+  out << results_table(results);
   if (!out_dir.empty()) write_outputs(out_dir, results);
 }
 

@@ -9,14 +9,22 @@
 // best_epoch, epochs_run, train_seconds, train_tokens_per_second,
 // dev_history (percent per epoch), learned_bias (per layer: s * T, row-major
 // (rows, buckets), rows = heads for per-head tables else 1), bias_rows,
-// bucket_labels.
+// bucket_labels, processes, reduce_wait_seconds; and the trees (SPEC §6):
+// trees (the condition's name, "gold" by default), train_trees and dev_trees
+// ("gold" or the tree file), tree_noise, tree_noise_seed, train_tree_noise,
+// train_tree_uas and dev_tree_uas (percent, against gold; under
+// train_tree_noise the mean over epochs), and dev_trees_label_accuracy (the
+// dev tree file's own base DEPREL on the task, percent; absent without one).
+// Keys added later are optional when read, so older files still report.
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -47,10 +55,17 @@ struct RunResult {
   std::vector<std::string> bucket_labels;
   int processes = 1;                // MPI ranks that trained it (mpirun -np P)
   double reduce_wait_seconds = 0.0;  // time blocked waiting for gradient reductions (rank 0)
+  std::string trees = "gold";
+  std::string train_trees = "gold", dev_trees = "gold";
+  double tree_noise = 0.0;
+  std::uint64_t tree_noise_seed = 1;
+  double train_tree_noise = 0.0;
+  double train_tree_uas = 100.0, dev_tree_uas = 100.0;
+  double dev_trees_label_accuracy = -1;  // negative: no dev tree file with relations
 };
 
 inline nlohmann::json to_json(const RunResult& r) {
-  return nlohmann::json{{"variant", r.variant},
+  nlohmann::json j{{"variant", r.variant},
                         {"train_size", r.train_size},
                         {"train_sentences", r.train_sentences},
                         {"seed", r.seed},
@@ -66,7 +81,17 @@ inline nlohmann::json to_json(const RunResult& r) {
                         {"bias_rows", r.bias_rows},
                         {"bucket_labels", r.bucket_labels},
                         {"processes", r.processes},
-                        {"reduce_wait_seconds", r.reduce_wait_seconds}};
+                        {"reduce_wait_seconds", r.reduce_wait_seconds},
+                        {"trees", r.trees},
+                        {"train_trees", r.train_trees},
+                        {"dev_trees", r.dev_trees},
+                        {"tree_noise", r.tree_noise},
+                        {"tree_noise_seed", r.tree_noise_seed},
+                        {"train_tree_noise", r.train_tree_noise},
+                        {"train_tree_uas", r.train_tree_uas},
+                        {"dev_tree_uas", r.dev_tree_uas}};
+  if (r.dev_trees_label_accuracy >= 0) j["dev_trees_label_accuracy"] = r.dev_trees_label_accuracy;
+  return j;
 }
 
 // Throws synattn::Error naming the missing or mistyped key.
@@ -97,6 +122,19 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
   get("bucket_labels", r.bucket_labels);
   if (j.contains("processes")) get("processes", r.processes);  // absent in files of earlier versions
   if (j.contains("reduce_wait_seconds")) get("reduce_wait_seconds", r.reduce_wait_seconds);
+  // The trees (absent before tree sources existed: gold).
+  const auto optional = [&](const char* key, auto& out) {
+    if (j.contains(key)) get(key, out);
+  };
+  optional("trees", r.trees);
+  optional("train_trees", r.train_trees);
+  optional("dev_trees", r.dev_trees);
+  optional("tree_noise", r.tree_noise);
+  optional("tree_noise_seed", r.tree_noise_seed);
+  optional("train_tree_noise", r.train_tree_noise);
+  optional("train_tree_uas", r.train_tree_uas);
+  optional("dev_tree_uas", r.dev_tree_uas);
+  optional("dev_trees_label_accuracy", r.dev_trees_label_accuracy);
   return r;
 }
 
@@ -196,6 +234,151 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
     }
     out += " " + gain + " |\n";
   }
+  return out;
+}
+
+// ---- Tree conditions (SPEC §6) ----------------------------------------------
+
+// One cell of the tree table: a tree condition, variant and multiplier.
+struct TreeRowKey {
+  std::string trees, variant;
+  double bias_lr_mult = 1.0;
+  bool operator<(const TreeRowKey& o) const {
+    return std::tie(trees, variant, bias_lr_mult) < std::tie(o.trees, o.variant, o.bias_lr_mult);
+  }
+  bool operator==(const TreeRowKey& o) const {
+    return trees == o.trees && variant == o.variant && bias_lr_mult == o.bias_lr_mult;
+  }
+};
+
+// The runs of a grid over tree conditions, grouped for the table and the plot.
+struct TreeGrid {
+  std::vector<std::string> conditions;  // first-appearance order, "gold" first when present
+  std::vector<TreeRowKey> rows;         // biased rows, by condition then first appearance
+  std::set<int> sizes;
+  std::map<std::pair<TreeRowKey, int>, std::vector<double>> cells;  // best dev accuracy per seed
+  std::map<int, std::vector<double>> none;                          // per N, one per seed (trees play no part)
+  std::map<std::string, MeanStd> train_uas, dev_uas;                // per condition, over its biased runs
+  // A condition whose train and dev trees are of one kind (both gold or both
+  // from files, no per-epoch noise): the points of the gain-vs-UAS plot.
+  std::map<std::string, bool> matched;
+  std::map<std::string, double> label_accuracy;  // dev tree file -> its own DEPREL accuracy
+
+  explicit TreeGrid(const std::vector<RunResult>& runs) {
+    std::set<std::pair<int, int>> none_seen;
+    std::map<std::string, std::vector<double>> tu, du;
+    for (const RunResult& r : runs) {
+      sizes.insert(r.train_size);
+      if (r.dev_trees_label_accuracy >= 0) label_accuracy[r.dev_trees] = r.dev_trees_label_accuracy;
+      if (r.variant == "none") {
+        if (none_seen.insert({r.train_size, r.seed}).second) none[r.train_size].push_back(r.best_dev_accuracy);
+        continue;
+      }
+      if (std::find(conditions.begin(), conditions.end(), r.trees) == conditions.end()) {
+        if (r.trees == "gold")
+          conditions.insert(conditions.begin(), r.trees);
+        else
+          conditions.push_back(r.trees);
+      }
+      const TreeRowKey k{r.trees, r.variant, r.bias_lr_mult};
+      if (std::find(rows.begin(), rows.end(), k) == rows.end()) rows.push_back(k);
+      cells[{k, r.train_size}].push_back(r.best_dev_accuracy);
+      tu[r.trees].push_back(r.train_tree_uas);
+      du[r.trees].push_back(r.dev_tree_uas);
+      const bool one_kind = (r.train_trees == "gold") == (r.dev_trees == "gold") && r.train_tree_noise == 0.0;
+      const auto it = matched.find(r.trees);
+      matched[r.trees] = (it == matched.end() || it->second) && one_kind;
+    }
+    std::stable_sort(rows.begin(), rows.end(), [&](const TreeRowKey& a, const TreeRowKey& b) {
+      return position(a.trees) < position(b.trees);
+    });
+    for (const auto& [c, v] : tu) train_uas[c] = mean_std(v);
+    for (const auto& [c, v] : du) dev_uas[c] = mean_std(v);
+  }
+
+  std::size_t position(const std::string& condition) const {
+    return static_cast<std::size_t>(std::find(conditions.begin(), conditions.end(), condition) - conditions.begin());
+  }
+  // Mean best dev accuracy of a cell (NaN when absent).
+  double mean(const TreeRowKey& k, int n) const {
+    const auto it = cells.find({k, n});
+    return it == cells.end() ? NAN : mean_std(it->second).mean;
+  }
+  // Gain of a cell's mean over none's at N (NaN when either is absent).
+  double gain(const TreeRowKey& k, int n) const {
+    const auto it = none.find(n);
+    return it == none.end() ? NAN : mean(k, n) - mean_std(it->second).mean;
+  }
+  // The share of the gold-tree gain a cell keeps: gain / gain with gold trees
+  // (NaN without a gold cell, or when the gold gain is not positive).
+  double retained(const TreeRowKey& k, int n) const {
+    const double g = gain({"gold", k.variant, k.bias_lr_mult}, n);
+    return g > 0 ? gain(k, n) / g : NAN;
+  }
+};
+
+// Rows: none, then each tree condition's variants; columns: tree UAS (train
+// / dev, against gold), N ascending (mean ± std over seeds), the gain over
+// none and the share of the gold gain kept at each N. Below: the dev tree
+// files' own DEPREL accuracy (a labelled parser predicts the relation
+// itself: the reference the tagger's accuracy is to be read against).
+inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
+  const TreeGrid grid(runs);
+  const auto fmt = [](const char* f, double a, double b = 0.0, int c = 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, a, b, c);
+    return std::string(buf);
+  };
+  const auto joined = [&](const std::function<std::string(int)>& cell) {
+    std::string s;
+    for (int n : grid.sizes) s += (s.empty() ? "" : " / ") + cell(n);
+    return s;
+  };
+  std::string out = "| trees | tree UAS train / dev | variant |";
+  std::string rule = "|---|---|---|";
+  for (int n : grid.sizes) {
+    out += " N = " + std::to_string(n) + " |";
+    rule += "---|";
+  }
+  out += " gain over none | gold gain kept |\n" + rule + "---|---|\n";
+  if (!grid.none.empty()) out += "| any | — | none |";
+  for (int n : grid.sizes) {
+    if (grid.none.empty()) break;
+    const auto it = grid.none.find(n);
+    if (it == grid.none.end()) {
+      out += " — |";
+      continue;
+    }
+    const MeanStd m = mean_std(it->second);
+    out += fmt(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+  }
+  if (!grid.none.empty()) out += " — | — |\n";
+  for (const TreeRowKey& k : grid.rows) {
+    const MeanStd tu = grid.train_uas.at(k.trees), du = grid.dev_uas.at(k.trees);
+    out += "| " + k.trees + " | " + fmt("%.1f / %.1f", tu.mean, du.mean) + " | " + k.variant +
+           (k.bias_lr_mult == 10.0 ? std::string() : fmt(" (bias lr x%g)", k.bias_lr_mult)) + " |";
+    for (int n : grid.sizes) {
+      const auto it = grid.cells.find({k, n});
+      if (it == grid.cells.end()) {
+        out += " — |";
+        continue;
+      }
+      const MeanStd m = mean_std(it->second);
+      out += fmt(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+    }
+    out += " " + joined([&](int n) {
+      const double g = grid.gain(k, n);
+      return std::isnan(g) ? std::string("—") : fmt("%+.2f", g);
+    });
+    out += " | " + joined([&](int n) {
+      const double f = grid.retained(k, n);
+      return std::isnan(f) ? std::string("—") : fmt("%.2f", f);
+    });
+    out += " |\n";
+  }
+  for (const auto& [file, accuracy] : grid.label_accuracy)
+    out += "\nThe relations of " + file + " itself (the parser's own DEPREL, base part, scored as the tagger): " +
+           fmt("%.2f %%", accuracy) + "\n";
   return out;
 }
 

@@ -142,6 +142,13 @@ TEST_CASE("corrupt_trees keys each sentence by its index; tree_agreement is the 
     REQUIRE(half[k].heads == all[k + 1000].heads);
     REQUIRE(half[k].tree.heads() == half[k].heads);
   }
+  // Any subset in any order, keyed by file index.
+  const std::vector<std::size_t> keys{1500, 3, 700};
+  std::vector<TaggedSentence> picked{gold[1500], gold[3], gold[700]};
+  corrupt_trees(picked, 0.2, RandomStream(3), keys);
+  for (std::size_t k = 0; k < keys.size(); ++k) CHECK(picked[k].heads == all[keys[k]].heads);
+  CHECK_THROWS_WITH(corrupt_trees(picked, 0.2, RandomStream(3), std::vector<std::size_t>{1}),
+                    Catch::Contains("corrupt_trees: 1 keys for 3 sentences"));
   const double uas = tree_agreement(gold, all);
   CHECK(uas > 79.0);
   CHECK(uas < 84.0);

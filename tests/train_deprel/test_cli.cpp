@@ -161,3 +161,31 @@ TEST_CASE("the MPI timeout flag sets how long a process waits for the others, 60
   CHECK_THROWS_WITH(parse({"--mpi-timeout", "soon"}), Contains("--mpi-timeout: 'soon' is not a number"));
   CHECK(std::string(usage()).find("--mpi-timeout S") != std::string::npos);
 }
+
+TEST_CASE("tree sources: files, fixed and per-epoch noise, the seed and the condition's name", "[cli][trees]") {
+  const Config gold = parse({});
+  CHECK(gold.gold_trees());
+  CHECK(gold.trees_label() == "gold");
+  CHECK(gold.tree_noise == 0.0);
+  CHECK(gold.tree_noise_seed == 1);
+  const Config c = parse({"--train-trees", "p/train.conllu", "--dev-trees", "p/dev.conllu", "--tree-noise", "0.25",
+                          "--tree-noise-seed", "7", "--train-tree-noise", "0.1"});
+  CHECK_FALSE(c.gold_trees());
+  CHECK(c.train_trees_path == "p/train.conllu");
+  CHECK(c.dev_trees_path == "p/dev.conllu");
+  CHECK(c.tree_noise == 0.25);
+  CHECK(c.tree_noise_seed == 7);
+  CHECK(c.train_tree_noise == 0.1);
+  CHECK(c.trees_label() == "train=train.conllu, dev=dev.conllu, noise=0.25, train-noise=0.1");
+  CHECK(parse({"--tree-noise", "0.1"}).trees_label() == "noise=0.1");
+  CHECK(parse({"--dev-trees", "d.conllu"}).trees_label() == "train=gold, dev=d.conllu");
+  CHECK(parse({"--tree-noise", "0.1", "--trees-name", "UAS 90"}).trees_label() == "UAS 90");
+  CHECK(parse({"--tree-noise", "0"}).gold_trees());
+  CHECK(parse({"--tree-noise", "1"}).tree_noise == 1.0);
+  CHECK_THROWS_WITH(parse({"--tree-noise", "1.5"}), "--tree-noise: 1.5 must be a probability in [0, 1]");
+  CHECK_THROWS_WITH(parse({"--train-tree-noise", "-0.1"}), "--train-tree-noise: -0.1 must be a probability in [0, 1]");
+  CHECK_THROWS_WITH(parse({"--tree-noise", "x"}), "--tree-noise: 'x' is not a number");
+  CHECK_THROWS_WITH(parse({"--tree-noise-seed", "-1"}), Catch::Contains("--tree-noise-seed: -1 is out of range"));
+  CHECK_THROWS_WITH(parse({"--trees-name", ""}), "--trees-name: the name is empty");
+  CHECK_THROWS_WITH(parse({"--dev-trees"}), "--dev-trees: missing value");
+}

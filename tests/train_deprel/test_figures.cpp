@@ -61,3 +61,33 @@ TEST_CASE("directed heat map: bucket u*(M+1)+d at row u, column d", "[figures]")
   CHECK_THROWS_WITH(directed_heat_map(result("directed", 1, 25), 2), Catch::Contains("layer 2 out of range [0, 2)"));
   CHECK_THROWS_WITH(directed_heat_map(result("shared", 1, 11), 0), Catch::Contains("expected one row of (M+1)^2"));
 }
+
+TEST_CASE("gain against tree UAS: one series per variant and N over the matched conditions, in UAS order",
+          "[figures][trees]") {
+  std::vector<RunResult> runs;
+  const auto add = [&](const std::string& trees, const std::string& variant, int n, double acc, double uas,
+                       double train_noise = 0) {
+    RunResult r = result(variant, 1, 11);
+    r.trees = trees;
+    r.train_size = n;
+    r.bias_lr_mult = variant == "none" ? 1.0 : 10.0;
+    r.best_dev_accuracy = acc;
+    r.dev_tree_uas = uas;
+    r.train_trees = r.dev_trees = trees == "gold" ? "gold" : "t.conllu";
+    r.train_tree_noise = train_noise;
+    runs.push_back(r);
+  };
+  for (int n : {500, 2000}) {
+    add("gold", "none", n, 60, 100);
+    add("noise 0.2", "shared", n, 65, 80);
+    add("gold", "shared", n, 70, 100);
+    add("predicted", "shared", n, 68, 85);
+    add("predicted + epoch noise", "shared", n, 69, 85, 0.1);  // not matched: no point
+  }
+  const LineChart c = gain_vs_uas_chart(runs);
+  REQUIRE(c.series.size() == 2);
+  CHECK(c.series[0].name == "shared N=500");
+  CHECK(c.series[1].name == "shared N=2000");
+  CHECK(c.series[0].x == std::vector<double>{80, 85, 100});
+  CHECK(c.series[0].y == std::vector<double>{5, 8, 10});
+}

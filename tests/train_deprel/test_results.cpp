@@ -35,9 +35,11 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
   for (const char* key : {"variant", "train_sentences", "seed", "bias_lr_mult", "table_init", "best_dev_accuracy",
                           "best_epoch", "epochs_run", "train_seconds", "train_tokens_per_second", "dev_history",
                           "learned_bias", "bucket_labels", "train_size", "bias_rows", "processes",
-                          "reduce_wait_seconds"})
+                          "reduce_wait_seconds", "trees", "train_trees", "dev_trees", "tree_noise",
+                          "tree_noise_seed", "train_tree_noise", "train_tree_uas", "dev_tree_uas"})
     CHECK(j.contains(key));
-  CHECK(j.size() == 17);
+  CHECK(j.size() == 25);  // dev_trees_label_accuracy only with a dev tree file
+  CHECK_FALSE(j.contains("dev_trees_label_accuracy"));
   CHECK(j["learned_bias"][0][1] == -0.25);
 
   const std::string path = "test_results_runs.jsonl";
@@ -61,6 +63,27 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
     two.reduce_wait_seconds = 1.5;
     CHECK(run_result_from_json(to_json(two)).processes == 2);
     CHECK(run_result_from_json(to_json(two)).reduce_wait_seconds == 1.5);
+    // ... and so do lines written before tree sources existed: gold trees.
+    for (const char* key : {"trees", "train_trees", "dev_trees", "tree_noise", "tree_noise_seed", "train_tree_noise",
+                            "train_tree_uas", "dev_tree_uas"})
+      old.erase(key);
+    const RunResult g = run_result_from_json(old);
+    CHECK(g.trees == "gold");
+    CHECK(g.train_trees == "gold");
+    CHECK(g.dev_tree_uas == 100.0);
+    CHECK(g.dev_trees_label_accuracy < 0);
+    RunResult t = r;
+    t.trees = "predicted";
+    t.train_trees = "p-train.conllu";
+    t.dev_trees = "p-dev.conllu";
+    t.tree_noise = 0.1;
+    t.tree_noise_seed = 9;
+    t.train_tree_noise = 0.05;
+    t.train_tree_uas = 83.5;
+    t.dev_tree_uas = 84.25;
+    t.dev_trees_label_accuracy = 80.5;
+    CHECK(to_json(run_result_from_json(to_json(t))) == to_json(t));
+    CHECK(to_json(t).size() == 26);
   }
   {
     std::ofstream bad(path, std::ios::app);
@@ -89,4 +112,47 @@ TEST_CASE("the Markdown table: variants by N, mean ± std over seeds, gain over 
   CHECK(t.find("| none | 61.00 ± 1.41 (n=2) | 70.00 ± 0.00 (n=1) | — / — |") != std::string::npos);
   CHECK(t.find("| shared | 65.00 ± 1.41 (n=2) | 71.00 ± 0.00 (n=1) | +4.00 / +1.00 |") != std::string::npos);
   CHECK(t.find("| shared (bias lr x10) | 67.00 ± 0.00 (n=1) | — | +6.00 / — |") != std::string::npos);
+}
+
+namespace {
+RunResult tree_run(const std::string& trees, const std::string& variant, int n, int seed, double acc, double uas) {
+  RunResult r = run(variant, n, seed, acc, variant == "none" ? 1.0 : 10.0);
+  r.trees = trees;
+  r.train_trees = trees == "gold" ? "gold" : "t.conllu";
+  r.dev_trees = r.train_trees;
+  r.train_tree_uas = uas - 1;
+  r.dev_tree_uas = uas;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the tree table: none once, each condition's variants, tree UAS, gain and the gold gain kept",
+          "[results][trees]") {
+  std::vector<RunResult> runs;
+  for (int seed : {1, 2}) {
+    runs.push_back(tree_run("gold", "none", 500, seed, 60.0 + seed, 100));
+    runs.push_back(tree_run("predicted", "none", 500, seed, 60.0 + seed, 84));  // the same none: counted once
+    runs.push_back(tree_run("predicted", "shared", 500, seed, 66.0 + seed, 84));
+    runs.push_back(tree_run("gold", "shared", 500, seed, 70.0 + seed, 100));
+  }
+  runs.back().dev_trees_label_accuracy = -1;
+  runs[2].dev_trees_label_accuracy = 81.25;
+  runs[2].dev_trees = "p-dev.conllu";
+  const std::string t = markdown_tree_table(runs);
+  INFO(t);
+  CHECK(t.find("| trees | tree UAS train / dev | variant | N = 500 | gain over none | gold gain kept |") == 0);
+  CHECK(t.find("| any | — | none | 61.50 ± 0.71 (n=2) | — | — |") != std::string::npos);
+  // gold first although it appeared second; predicted keeps (67.5 - 61.5) / (71.5 - 61.5) of the gold gain.
+  const auto gold = t.find("| gold | 99.0 / 100.0 | shared | 71.50 ± 0.71 (n=2) | +10.00 | 1.00 |");
+  const auto predicted = t.find("| predicted | 83.0 / 84.0 | shared | 67.50 ± 0.71 (n=2) | +6.00 | 0.60 |");
+  CHECK(gold != std::string::npos);
+  CHECK(predicted != std::string::npos);
+  CHECK(gold < predicted);
+  CHECK(t.find("The relations of p-dev.conllu itself (the parser's own DEPREL, base part, scored as the tagger): "
+               "81.25 %") != std::string::npos);
+  // Without gold rows nothing is kept to compare with.
+  std::vector<RunResult> no_gold;
+  for (const auto& r : runs)
+    if (r.trees != "gold") no_gold.push_back(r);
+  CHECK(markdown_tree_table(no_gold).find("| +6.00 | — |") != std::string::npos);
 }

@@ -80,21 +80,33 @@ inline void replace_trees(std::vector<TaggedSentence>& corpus, const std::vector
 }
 
 // Corrupts every sentence's tree in place by corrupt_heads (tree/corruption.hpp)
-// with probability p, sentence k drawing from stream.derive(first_index + k):
-// the same sentence gets the same tree in any subset that keys it by the same
-// index.
+// with probability p, sentence k drawing from stream.derive(keys[k]): key a
+// sentence by its index in its file and it gets the same tree in any subset
+// or order. Throws Error when keys and corpus differ in size; all or
+// nothing, as replace_trees.
 inline void corrupt_trees(std::vector<TaggedSentence>& corpus, double p, const RandomStream& stream,
-                          std::size_t first_index = 0) {
+                          const std::vector<std::size_t>& keys) {
+  if (keys.size() != corpus.size())
+    throw Error("corrupt_trees: " + std::to_string(keys.size()) + " keys for " + std::to_string(corpus.size()) +
+                " sentences");
   std::vector<std::vector<int>> heads(corpus.size());
   std::vector<DependencyTree> trees(corpus.size());
-  for (std::size_t k = 0; k < corpus.size(); ++k) {  // all or nothing, as replace_trees
-    heads[k] = corrupt_heads(corpus[k].heads, p, stream.derive(first_index + k), corpus[k].id);
+  for (std::size_t k = 0; k < corpus.size(); ++k) {
+    heads[k] = corrupt_heads(corpus[k].heads, p, stream.derive(keys[k]), corpus[k].id);
     trees[k] = DependencyTree(heads[k], Structure::Tree, corpus[k].id);
   }
   for (std::size_t k = 0; k < corpus.size(); ++k) {
     corpus[k].heads = std::move(heads[k]);
     corpus[k].tree = std::move(trees[k]);
   }
+}
+
+// The same with sentence k keyed first_index + k (a whole file: 0).
+inline void corrupt_trees(std::vector<TaggedSentence>& corpus, double p, const RandomStream& stream,
+                          std::size_t first_index = 0) {
+  std::vector<std::size_t> keys(corpus.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = first_index + k;
+  corrupt_trees(corpus, p, stream, keys);
 }
 
 // Attachment agreement of two corpora's trees, word by word (UAS of `used`
