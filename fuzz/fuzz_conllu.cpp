@@ -21,6 +21,11 @@
 // - parse::read_token_text: what it accepts writes CoNLL-U that
 //   ConlluDocument reads back with the same sentences and forms, and that
 //   takes trees as above.
+// And the sentences read go to the tree sources (data/tree_source.hpp) as a
+// corpus and as a tree file: replace_trees throws nothing but synattn::Error
+// and leaves the corpus unchanged when it throws, gives each sentence its own
+// tree back when the file is the corpus itself, and corrupt_trees keeps every
+// tree one tree with its root.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include <synattn/data/tree_source.hpp>
 #include <synattn/io/conllu.hpp>
 #include <synattn/parse/conllu_document.hpp>
 #include <synattn/parse/token_text.hpp>
@@ -187,6 +193,53 @@ void check_token_text(const std::string& input) {
 
 }  // namespace
 
+// The tree-source promises above, on the sentences the strict reader returned.
+void check_tree_source(const std::vector<synattn::ConlluSentence>& sentences) {
+  synattn::TaggingOptions options;
+  options.label_of = [](const synattn::ConlluSentence&, const synattn::ConlluWord&) { return std::string("x"); };
+  options.forms = synattn::FormCase::AsWritten;
+  std::vector<synattn::TaggedSentence> corpus;
+  for (const auto& s : sentences) corpus.push_back(synattn::to_tagged_sentence(s, "corpus", options));
+  const std::vector<synattn::TaggedSentence> before = corpus;
+  const auto unchanged = [&] {
+    for (std::size_t k = 0; k < corpus.size(); ++k)
+      expect(corpus[k].heads == before[k].heads && corpus[k].tree.heads() == before[k].heads,
+             "a refused tree file changes nothing");
+  };
+  bool unique = true;  // every sentence has its own sent_id: the file is then the corpus's own trees
+  for (std::size_t a = 0; a < sentences.size() && unique; ++a) {
+    unique = !sentences[a].sent_id.empty();
+    for (std::size_t b = 0; b < a && unique; ++b) unique = sentences[a].sent_id != sentences[b].sent_id;
+  }
+  try {
+    synattn::replace_trees(corpus, sentences, "corpus", "trees", synattn::FormCase::AsWritten);
+    expect(unique, "replace_trees accepts only sentences it can match");
+    for (std::size_t k = 0; k < corpus.size(); ++k) expect(corpus[k].heads == before[k].heads, "own trees back");
+  } catch (const synattn::Error&) {
+    unchanged();
+  } catch (const synattn::ParseError&) {
+    unchanged();
+  }
+  if (corpus.size() >= 2) {  // the first half against the second: matches only where ids and forms agree
+    const std::vector<synattn::ConlluSentence> second(sentences.begin() + static_cast<long>(sentences.size() / 2),
+                                                      sentences.end());
+    try {
+      synattn::replace_trees(corpus, second, "corpus", "trees", synattn::FormCase::AsWritten);
+    } catch (const synattn::Error&) {
+      unchanged();
+    } catch (const synattn::ParseError&) {
+      unchanged();
+    }
+  }
+  std::vector<synattn::TaggedSentence> noisy = before;
+  synattn::corrupt_trees(noisy, 0.5, synattn::RandomStream(sentences.size()));
+  for (std::size_t k = 0; k < noisy.size(); ++k) {
+    synattn::validate_heads(noisy[k].heads, synattn::Structure::Tree);  // a TreeError would be a finding
+    for (std::size_t i = 0; i < noisy[k].heads.size(); ++i)
+      expect((noisy[k].heads[i] < 0) == (before[k].heads[i] < 0), "corruption keeps the root");
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
   const std::string file = "fuzz.conllu";
@@ -240,5 +293,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   check_document(input, strict_good, strict_errors.empty());
   check_token_text(input);
+  check_tree_source(strict_good);
   return 0;
 }

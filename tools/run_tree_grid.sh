@@ -53,11 +53,13 @@ for f in "$predicted_train" "$predicted_dev"; do
   fi
 done
 
-# job NAME N SEED VARIANTS [train_deprel flags...]: writes OUT/jobs/K.sh,
+# job NAME N SEED VARIANTS [train_deprel flags...]: writes OUT/jobs.PID/K.sh,
 # one train_deprel invocation that leaves OUT/runs/NAME-NN-seedS.jsonl when
-# it has finished (and is skipped when that file exists).
-rm -rf "$out/jobs"
-mkdir -p "$out/jobs"
+# it has finished (and is skipped when that file exists). Each invocation
+# has its own job folder, so passes with disjoint --only can run at once.
+jobdir=$out/jobs.$$
+mkdir -p "$jobdir"
+trap 'rm -rf "$jobdir"' EXIT
 count=0
 job() {
   local name=$1 n=$2 seed=$3 variants=$4
@@ -73,7 +75,7 @@ job() {
     printf ' %q' --train-size "$n" --seeds "$seed" --variants "$variants" --threads 1 --trees-name "$name" "$@" \
       --json "$file.part"
     printf ' >%q.log 2>&1 && mv %q.part %q\n' "$file" "$file" "$file"
-  } >"$out/jobs/$(printf '%04d' $count).sh"
+  } >"$jobdir/$(printf '%04d' $count).sh"
 }
 biased=fixed,shared,directed
 noise_rows() {  # noise_rows N SEED
@@ -101,7 +103,7 @@ for n in $sizes; do
 done
 
 start=$(date +%s)
-ls "$out"/jobs/*.sh | xargs -P "$jobs" -n 1 bash
+ls "$jobdir"/*.sh | xargs -P "$jobs" -n 1 bash
 cat "$out"/runs/*.jsonl >"$out/trees.jsonl"
 "$prog" --report "$out/trees.jsonl" --out "$out" >"$out/table.md"
 echo "$(wc -l <"$out/trees.jsonl") runs in $(($(date +%s) - start)) s; table: $out/table.md" >&2
