@@ -54,7 +54,7 @@ for f in "$predicted_train" "$predicted_dev"; do
 done
 
 # job NAME N SEED VARIANTS [train_deprel flags...]: writes OUT/jobs.PID/K.sh,
-# one train_deprel invocation that leaves OUT/runs/NAME-NN-seedS.jsonl when
+# one train_deprel invocation that leaves OUT/runs/NAME-NN-seedS-VARIANTS.jsonl when
 # it has finished (and is skipped when that file exists). Each invocation
 # has its own job folder, so passes with disjoint --only can run at once.
 jobdir=$out/jobs.$$
@@ -66,7 +66,7 @@ job() {
   shift 4
   [[ $name =~ $only ]] || return 0
   local file
-  file=$out/runs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9.' '-')-N$n-seed$seed.jsonl
+  file=$out/runs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9.' '-')-N$n-seed$seed-$(printf '%s' "$variants" | tr ',' '-').jsonl
   count=$((count + 1))
   {
     printf '[[ -f %q ]] && exit 0\n' "$file"
