@@ -103,12 +103,15 @@ inline HeatMap directed_heat_map(const RunResult& r, std::size_t layer) {
 
 // The gain over none against the dev trees' UAS, one series per variant
 // and N, over the tree conditions whose train and dev trees are of one kind
-// (TreeGrid::matched: gold, predicted, fixed noise); the points of a series
-// in UAS order.
+// (TreeGrid::matched): a line through the gold trees and their corrupted
+// copies (no tree file: --tree-noise only), in UAS order, then, after a
+// break (NaN), an unconnected dot for each condition read from tree files
+// (a parser's trees): random corruption and a parser's errors are two kinds
+// of wrong tree, not points of one curve.
 inline LineChart gain_vs_uas_chart(const std::vector<RunResult>& runs) {
   const TreeGrid grid(runs);
   LineChart c;
-  c.title = "What the tree buys against the trees' accuracy";
+  c.title = "What the tree buys against the trees' accuracy (lines: random noise; dots: parser trees)";
   c.x_label = "UAS of the trees the bias reads (dev, %)";
   c.y_label = "dev accuracy gain over none (points)";
   std::vector<std::pair<std::string, double>> variants;  // first-appearance order
@@ -117,14 +120,20 @@ inline LineChart gain_vs_uas_chart(const std::vector<RunResult>& runs) {
       variants.emplace_back(k.variant, k.bias_lr_mult);
   for (const auto& [variant, mult] : variants)
     for (int n : grid.sizes) {
-      std::vector<std::pair<double, double>> points;
+      std::vector<std::pair<double, double>> curve, parsed;
       for (const std::string& condition : grid.conditions) {
         if (!grid.matched.at(condition)) continue;
         const double g = grid.gain({condition, variant, mult}, n);
-        if (!std::isnan(g)) points.emplace_back(grid.dev_uas.at(condition).mean, g);
+        if (std::isnan(g)) continue;
+        (grid.from_files.at(condition) ? parsed : curve).emplace_back(grid.dev_uas.at(condition).mean, g);
       }
-      if (points.empty()) continue;
-      std::sort(points.begin(), points.end());
+      if (curve.empty() && parsed.empty()) continue;
+      std::sort(curve.begin(), curve.end());
+      for (const auto& point : parsed) {
+        curve.emplace_back(NAN, NAN);  // a break: each parser point stands alone
+        curve.push_back(point);
+      }
+      const auto& points = curve;
       Series s;
       char buf[96];
       if (mult == 10.0)

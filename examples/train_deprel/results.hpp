@@ -262,6 +262,7 @@ struct TreeGrid {
   // A condition whose train and dev trees are of one kind (both gold or both
   // from files, no per-epoch noise): the points of the gain-vs-UAS plot.
   std::map<std::string, bool> matched;
+  std::map<std::string, bool> from_files;  // a condition whose trees (train or dev) come from a tree file
   std::map<std::string, double> label_accuracy;  // dev tree file -> its own DEPREL accuracy
 
   explicit TreeGrid(const std::vector<RunResult>& runs) {
@@ -288,6 +289,7 @@ struct TreeGrid {
       const bool one_kind = (r.train_trees == "gold") == (r.dev_trees == "gold") && r.train_tree_noise == 0.0;
       const auto it = matched.find(r.trees);
       matched[r.trees] = (it == matched.end() || it->second) && one_kind;
+      from_files[r.trees] = from_files[r.trees] || r.train_trees != "gold" || r.dev_trees != "gold";
     }
     std::stable_sort(rows.begin(), rows.end(), [&](const TreeRowKey& a, const TreeRowKey& b) {
       return position(a.trees) < position(b.trees);
