@@ -72,13 +72,15 @@ for ((k = 0; k < folds; k++)); do
   "$parse" --model "$work/model$k.safetensors" --input "$work/fold$k.conllu" --output "$work/parsed$k.conllu" \
     --threads "$threads" >>"$log" 2>&1
   "$parse" eval --model "$work/model$k.safetensors" --gold "$work/fold$k.conllu" --threads "$threads" \
-    | head -3 >>"$log"
+    >"$work/eval$k.txt"
+  head -3 "$work/eval$k.txt" >>"$log"  # (not a pipe: head closing it early would fail the run under pipefail)
 done
 echo "== all of train: parse dev" >>"$log"
 train_parser "$train" "$work/model-all.safetensors"
 "$parse" --model "$work/model-all.safetensors" --input "$dev" --output "$work/parsed-dev.conllu" \
   --threads "$threads" >>"$log" 2>&1
-"$parse" eval --model "$work/model-all.safetensors" --gold "$dev" --threads "$threads" | head -3 >>"$log"
+"$parse" eval --model "$work/model-all.safetensors" --gold "$dev" --threads "$threads" >"$work/eval-dev.txt"
+head -3 "$work/eval-dev.txt" >>"$log"
 
 # Only the sent_id and the columns a tree needs; multiword-token and empty-node lines dropped.
 minimal() {
@@ -88,6 +90,9 @@ minimal() {
 # Back into train's order: sentence r of fold k is train sentence k + r * K.
 for ((k = 0; k < folds; k++)); do echo "$work/parsed$k.conllu"; done | xargs awk -v RS= -v ORS='\n\n' -v n="$folds" '
   FNR == 1 { fold++ } { s[(FNR - 1) * n + fold - 1] = $0; total++ }
-  END { for (i = 0; i < total; i++) print s[i] }' | minimal | xz -9 >"$out/en_ewt-train.seed$seed.conllu.xz"
-minimal <"$work/parsed-dev.conllu" | xz -9 >"$out/en_ewt-dev.seed$seed.conllu.xz"
+  END { for (i = 0; i < total; i++) print s[i] }' | minimal | xz -9 >"$work/train.xz"
+minimal <"$work/parsed-dev.conllu" | xz -9 >"$work/dev.xz"
+# Both files only when both are whole: a failure above leaves the previous ones.
+mv "$work/train.xz" "$out/en_ewt-train.seed$seed.conllu.xz"
+mv "$work/dev.xz" "$out/en_ewt-dev.seed$seed.conllu.xz"
 echo "== done in $(($(date +%s) - start)) s of wall time, $threads thread(s)" >>"$log"
