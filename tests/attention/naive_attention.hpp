@@ -46,6 +46,19 @@ NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::ve
   const bool bias = o.syntax_bias;
   const MatrixD table = bias ? P("table") : MatrixD();
   const double s = bias ? P("scale")(0, 0) : 0.0;
+  // Tree fusion: V stacked bucket views, w = softmax(view_logits) per row.
+  const int views = bias ? o.bias.fusion.views : 1;
+  const int table_rows = o.bias.per_head ? H : 1;
+  MatrixD weights = MatrixD::Ones(1, 1);
+  if (views > 1) {
+    const MatrixD logits = P("view_logits");
+    weights.resize(logits.rows(), logits.cols());
+    for (int r = 0; r < logits.rows(); ++r) {
+      double total = 0;
+      for (int v = 0; v < views; ++v) total += std::exp(logits(r, v));
+      for (int v = 0; v < views; ++v) weights(r, v) = std::exp(logits(r, v)) / total;
+    }
+  }
   const MatrixD pre = o.talking_heads_pre ? P("mix_pre") : MatrixD::Identity(H, H);
   const MatrixD post = o.talking_heads_post ? P("mix_post") : MatrixD::Identity(H, H);
   const double inf = std::numeric_limits<double>::infinity();
@@ -83,7 +96,11 @@ NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::ve
           if (masked(i, j)) continue;
           double sc = 0;
           for (int c = 0; c < H; ++c) sc += pre(a, c) * raw[static_cast<std::size_t>(c)](i, j);
-          if (bias) sc += s * table(o.bias.per_head ? a : 0, buckets(b * nq + i, j));
+          for (int view = 0; bias && view < views; ++view) {
+            const int row = (o.bias.fusion.shared_table ? 0 : view) * table_rows + (o.bias.per_head ? a : 0);
+            const double w = weights(o.bias.fusion.per_head_weights ? a : 0, view);
+            sc += s * w * table(row, buckets((view * B + b) * nq + i, j));
+          }
           z[static_cast<std::size_t>(j)] = sc;
           mx = std::max(mx, sc);
         }
@@ -122,6 +139,12 @@ NaiveResult naive_attention(const Layer& layer, const MatrixD& xq, const std::ve
   return r;
 }
 
+// `views` bucket blocks stacked as a fused layer takes them ((views * B *
+// nq, nkv)): view 0 from random_buckets, the others with view 0's mask and
+// their own random buckets.
+inline BucketBlock random_bucket_views(int views, const std::vector<int>& lq, const std::vector<int>& lkv, int nq,
+                                       int nkv, int num_buckets, std::mt19937& rng, double masked_share = 0.1);
+
 // Random bucket block for tests: values in [0, num_buckets) on visible pairs,
 // -1 on padding pairs, and about `masked_share` of the visible pairs -1 too.
 inline BucketBlock random_buckets(const std::vector<int>& lq, const std::vector<int>& lkv, int nq, int nkv,
@@ -134,6 +157,18 @@ inline BucketBlock random_buckets(const std::vector<int>& lq, const std::vector<
     for (int i = 0; i < lq[static_cast<std::size_t>(b)]; ++i)
       for (int j = 0; j < lkv[static_cast<std::size_t>(b)]; ++j)
         out(b * nq + i, j) = static_cast<std::int8_t>(u(rng) < masked_share ? -1 : pick(rng));
+  return out;
+}
+
+inline BucketBlock random_bucket_views(int views, const std::vector<int>& lq, const std::vector<int>& lkv, int nq,
+                                       int nkv, int num_buckets, std::mt19937& rng, double masked_share) {
+  const BucketBlock first = random_buckets(lq, lkv, nq, nkv, num_buckets, rng, masked_share);
+  BucketBlock out(views * first.rows(), nkv);
+  std::uniform_int_distribution<int> pick(0, num_buckets - 1);
+  for (int v = 0; v < views; ++v)
+    for (Eigen::Index r = 0; r < first.rows(); ++r)
+      for (Eigen::Index j = 0; j < nkv; ++j)
+        out(v * first.rows() + r, j) = v == 0 || first(r, j) < 0 ? first(r, j) : static_cast<std::int8_t>(pick(rng));
   return out;
 }
 
@@ -162,7 +197,7 @@ void randomise(Layer& layer, std::mt19937& rng) {
   layer.visit_parameters([&](const synattn::ParameterInfo& p, auto value, auto) {
     using S = typename decltype(value)::Scalar;
     double sd = 0.3;
-    if (p.name == "table") sd = 0.5;
+    if (p.name == "table" || p.name == "view_logits") sd = 0.5;
     MatrixD m = random_matrix(p.rows, p.cols, rng, sd);
     if (p.name == "scale") m(0, 0) = p.trainable ? 0.7 : 1.0;
     if (p.name == "mix_pre" || p.name == "mix_post") m += MatrixD::Identity(p.rows, p.cols);

@@ -82,6 +82,28 @@ std::vector<GridCase> grid() {
     o.causal = true;
     o.bias.per_head = true;
   });
+  add("tree fusion: 3 views, a table each, per-layer weights", [](AttentionOptions& o) { o.bias.fusion.views = 3; });
+  add("tree fusion: 2 views, one per-head table, per-head weights, causal", [](AttentionOptions& o) {
+    o.bias.fusion.views = 2;
+    o.bias.fusion.shared_table = true;
+    o.bias.fusion.per_head_weights = true;
+    o.bias.per_head = true;
+    o.causal = true;
+  });
+  add("tree fusion: 2 directed views, frozen table, talking heads pre and post", [](AttentionOptions& o) {
+    o.bias.fusion.views = 2;
+    o.bias.bucketing = Bucketing::directed(2);
+    o.bias.table_learnable = false;
+    o.talking_heads_pre = o.talking_heads_post = true;
+  });
+  add(
+      "tree fusion: cross-attention, 4 views, per-head tables and weights",
+      [](AttentionOptions& o) {
+        o.bias.fusion.views = 4;
+        o.bias.fusion.per_head_weights = true;
+        o.bias.per_head = true;
+      },
+      true);
   add("no syntax bias", [](AttentionOptions& o) { o.syntax_bias = false; });
   add(
       "cross-attention with bias, memory width 5", [](AttentionOptions& o) { o.memory_size = 5; }, true);
@@ -102,8 +124,8 @@ constexpr double kAbsTol = 1e-8;  // for gradients that are zero in exact arithm
 
 TEST_CASE("every gradient matches central differences across the option grid", "[attention][gradcheck]") {
   const auto cases = grid();
-  const int k = GENERATE(range(0, 13));
-  REQUIRE(cases.size() == 13);
+  const int k = GENERATE(range(0, 17));
+  REQUIRE(cases.size() == 17);
   const GridCase& gc = cases[static_cast<std::size_t>(k)];
   INFO("configuration: " << gc.label);
 
@@ -120,8 +142,12 @@ TEST_CASE("every gradient matches central differences across the option grid", "
   const int B = static_cast<int>(lq.size());
   MatrixD xq = synattn_test::random_matrix(B * nq, d, rng);
   MatrixD xkv = synattn_test::random_matrix(B * nkv, layer.memory_size(), rng);
-  BucketBlock buckets = synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
-  if (!gc.cross) buckets.row(2).setConstant(-1);  // query 2 of sequence 0 sees no key at all
+  const int views = gc.options.syntax_bias ? gc.options.bias.fusion.views : 1;
+  BucketBlock buckets = views > 1
+                            ? synattn_test::random_bucket_views(views, lq, lkv, nq, nkv, layer.num_buckets(), rng)
+                            : synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
+  if (!gc.cross)  // query 2 of sequence 0 sees no key at all (in every view)
+    for (int v = 0; v < views; ++v) buckets.row(v * B * nq + 2).setConstant(-1);
   // Upstream gradient everywhere, padding rows included: out = bo there, so
   // only dbo may see them.
   const MatrixD G = synattn_test::random_matrix(B * nq, d, rng);

@@ -19,6 +19,7 @@
 
 #include "naive_attention.hpp"
 #include "support/attention_calls.hpp"
+#include "support/gradcheck.hpp"
 
 using synattn::AttentionOptions;
 using synattn::Bucketing;
@@ -110,8 +111,29 @@ TEST_CASE("the forward pass matches a naive loop reference for every option", "[
          o.bias.per_head = true;
        },
        true},
+      {"tree fusion: 3 views, a table each", [](AttentionOptions& o) { o.bias.fusion.views = 3; }, false},
+      {"tree fusion: 2 views, one per-head table, per-head weights, causal",
+       [](AttentionOptions& o) {
+         o.bias.fusion.views = 2;
+         o.bias.fusion.shared_table = o.bias.fusion.per_head_weights = o.bias.per_head = true;
+         o.causal = true;
+       },
+       false},
+      {"tree fusion: 2 directed views, talking heads pre and post",
+       [](AttentionOptions& o) {
+         o.bias.fusion.views = 2;
+         o.bias.bucketing = Bucketing::directed(3);
+         o.talking_heads_pre = o.talking_heads_post = true;
+       },
+       false},
+      {"tree fusion: cross-attention, 4 views, per-head weights",
+       [](AttentionOptions& o) {
+         o.bias.fusion.views = 4;
+         o.bias.fusion.per_head_weights = true;
+       },
+       true},
   };
-  const int k = GENERATE(range(0, 8));
+  const int k = GENERATE(range(0, 12));
   const Case& c = cases[k];
   INFO("configuration: " << c.label);
   AttentionOptions o = small_options();
@@ -126,7 +148,9 @@ TEST_CASE("the forward pass matches a naive loop reference for every option", "[
   const int nq = 7, nkv = c.cross ? 6 : 7;
   const MatrixD xq = synattn_test::random_matrix(4 * nq, o.d_model, rng);
   const MatrixD xkv = synattn_test::random_matrix(4 * nkv, layer.memory_size(), rng);
-  const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
+  const int views = o.syntax_bias ? o.bias.fusion.views : 1;
+  const BucketBlock buckets =
+      synattn_test::random_bucket_views(views, lq, lkv, nq, nkv, std::max(layer.num_buckets(), 1), rng);
   const auto want = synattn_test::naive_attention(layer, xq, lq, c.cross ? xkv : xq, lkv, buckets);
 
   Layer::Cache cache;
@@ -268,9 +292,12 @@ TEST_CASE("results are bit-identical whatever the number of threads", "[attentio
 #else
   const bool cross = GENERATE(false, true);
   const bool talking = GENERATE(false, true);
+  const int views = GENERATE(1, 3);  // tree fusion: per-view histograms and view-weight gradients
   AttentionOptions o(64, 4);
   o.key_size = 24;
   o.bias.bucketing = Bucketing::linear(8);
+  o.bias.fusion.views = views;
+  o.bias.fusion.per_head_weights = talking;
   o.bias.per_head = talking;
   o.talking_heads_pre = o.talking_heads_post = talking;
   Layer layer(o);
@@ -282,7 +309,7 @@ TEST_CASE("results are bit-identical whatever the number of threads", "[attentio
   const int n = 40;
   const MatrixD xq = synattn_test::random_matrix(6 * n, 64, rng);
   const MatrixD xkv = synattn_test::random_matrix(6 * n, 64, rng);
-  const BucketBlock buckets = synattn_test::random_buckets(lq, lkv, n, n, layer.num_buckets(), rng);
+  const BucketBlock buckets = synattn_test::random_bucket_views(views, lq, lkv, n, n, layer.num_buckets(), rng);
   const MatrixD G = synattn_test::random_matrix(6 * n, 64, rng);
   const int saved = omp_get_max_threads();
   std::vector<Run> runs;
@@ -292,7 +319,8 @@ TEST_CASE("results are bit-identical whatever the number of threads", "[attentio
   }
   omp_set_num_threads(saved);
   for (std::size_t t = 1; t < runs.size(); ++t) {
-    INFO("1 thread vs " << t + 1 << " threads, cross " << cross << ", talking heads " << talking);
+    INFO("1 thread vs " << t + 1 << " threads, cross " << cross << ", talking heads " << talking << ", views "
+                        << views);
     CHECK(same_bits(runs[0].out, runs[t].out));
     CHECK(same_bits(runs[0].probs, runs[t].probs));
     CHECK(same_bits(runs[0].dx, runs[t].dx));
@@ -669,4 +697,144 @@ TEST_CASE("infer gives forward's output bit for bit and keeps nothing for backwa
   const std::vector<int> too_long = {8, 0, 1, 5};
   if (!c.cross)
     CHECK_THROWS_WITH(synattn_test::infer_value(layer, {xq, too_long, buckets}), Catch::Contains("lengths[0] = 8"));
+}
+
+TEST_CASE("tree fusion: V equal views with equal tables are one view; the weights are softmax(view_logits)",
+          "[attention][fusion]") {
+  const bool per_head = GENERATE(false, true);
+  AttentionOptions one = small_options();
+  one.bias.per_head = per_head;
+  AttentionOptions fused = one;
+  fused.bias.fusion.views = 3;
+  fused.bias.fusion.per_head_weights = per_head;
+  std::mt19937 rng(5);
+  Layer single(one), layer(fused);
+  synattn_test::randomise(single, rng);
+  for (const auto& p : single.parameter_infos())
+    if (p.name != "table") layer.set_parameter(p.name, single.parameter(p.name));
+  const int rows = per_head ? one.heads : 1;
+  REQUIRE(layer.table().rows() == 3 * rows);
+  REQUIRE(layer.view_logits().rows() == rows);
+  REQUIRE(layer.view_logits().cols() == 3);
+  // Every view's table is the single layer's; random logits then change nothing.
+  for (int v = 0; v < 3; ++v) layer.table().middleRows(v * rows, rows) = single.table();
+  layer.view_logits() = synattn_test::random_matrix(rows, 3, rng);
+  const MatrixD w = layer.view_weights();
+  for (int r = 0; r < rows; ++r) {
+    const Eigen::RowVectorXd e = layer.view_logits().row(r).array().exp();
+    CHECK((w.row(r) - e / e.sum()).cwiseAbs().maxCoeff() < 1e-15);
+  }
+  const std::vector<int> lengths = {6, 3};
+  const MatrixD x = synattn_test::random_matrix(12, one.d_model, rng);
+  const BucketBlock b1 = synattn_test::random_buckets(lengths, lengths, 6, 6, single.num_buckets(), rng);
+  BucketBlock b3(36, 6);
+  b3 << b1, b1, b1;
+  Layer::Cache c1, c3;
+  const MatrixD out1 = synattn_test::forward_value(single, {x, lengths, b1}, c1);
+  const MatrixD out3 = synattn_test::forward_value(layer, {x, lengths, b3}, c3);
+  CHECK((out1 - out3).cwiseAbs().maxCoeff() <= 1e-13);
+  // The table gradient of the views sums to the single layer's; the logits get none.
+  const MatrixD G = synattn_test::random_matrix(12, one.d_model, rng);
+  MatrixD dx1(12, one.d_model), dx3(12, one.d_model);
+  single.zero_grad();
+  layer.zero_grad();
+  single.backward(c1, G, {dx1});
+  layer.backward(c3, G, {dx3});
+  const MatrixD dt = layer.gradient("table");
+  const MatrixD summed = dt.middleRows(0, rows) + dt.middleRows(rows, rows) + dt.middleRows(2 * rows, rows);
+  CHECK((summed - single.gradient("table")).cwiseAbs().maxCoeff() <= 1e-12);
+  CHECK(layer.gradient("view_logits").cwiseAbs().maxCoeff() <= 1e-12);
+  CHECK((dx1 - dx3).cwiseAbs().maxCoeff() <= 1e-12);
+}
+
+TEST_CASE("tree fusion: the bias table's gather and its adjoint agree with the layer", "[attention][fusion]") {
+  AttentionOptions o = small_options();
+  o.bias.fusion.views = 2;
+  o.bias.fusion.per_head_weights = true;
+  std::mt19937 rng(9);
+  Layer layer(o);
+  synattn_test::randomise(layer, rng);
+  synattn::BiasTable<double> table(o.bias, o.heads);
+  table.table() = layer.table();
+  table.set_scale(layer.scale());
+  table.ref().view_logits() = layer.view_logits();
+  const std::vector<int> lengths = {5};
+  const BucketBlock views = synattn_test::random_bucket_views(2, lengths, lengths, 5, 5, layer.num_buckets(), rng);
+  // gather = s * sum_v w[a, v] T_v[bucket_v], -inf where masked.
+  const MatrixD w = layer.view_weights();
+  for (int a = 0; a < o.heads; ++a) {
+    MatrixD bias(5, 5);
+    table.gather(a, views, bias);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) {
+        if (views(i, j) < 0) {
+          CHECK(bias(i, j) == -std::numeric_limits<double>::infinity());
+          continue;
+        }
+        const double want =
+            layer.scale() * (w(a, 0) * layer.table()(0, views(i, j)) + w(a, 1) * layer.table()(1, views(5 + i, j)));
+        CHECK(bias(i, j) == Approx(want).epsilon(1e-14));
+      }
+  }
+  // The adjoint by finite differences of <G, gather>.
+  const MatrixD G = synattn_test::random_matrix(5, 5, rng);
+  auto loss = [&]() {
+    MatrixD bias(5, 5);
+    table.gather(1, views, bias);
+    return (bias.array().isFinite()).select(bias.array() * G.array(), 0.0).sum();
+  };
+  table.zero_grad();
+  table.accumulate_gradient(1, views, G);
+  const MatrixD dt = table.table_gradient(), dl = table.ref().view_logit_gradient();
+  const MatrixD ds = MatrixD::Constant(1, 1, table.scale_gradient());
+  CHECK(synattn_test::check_gradient("table", table.table(), dt, loss).passes(1e-7, 1e-9));
+  CHECK(synattn_test::check_gradient("view_logits", table.ref().view_logits(), dl, loss).passes(1e-7, 1e-9));
+  double s = table.scale();
+  Eigen::Map<MatrixD> scale(&s, 1, 1);
+  auto loss_s = [&]() {
+    const double saved = table.scale();
+    table.set_scale(s);
+    const double l = loss();
+    table.set_scale(saved);
+    return l;
+  };
+  CHECK(synattn_test::check_gradient("scale", scale, ds, loss_s).passes(1e-7, 1e-9));
+}
+
+TEST_CASE("tree fusion: bad views raise synattn::Error naming the view and the pair", "[attention][fusion][errors]") {
+  AttentionOptions o = small_options();
+  o.bias.fusion.views = 2;
+  Layer layer(o);
+  std::mt19937 rng(3);
+  const std::vector<int> lengths = {4, 2};
+  const MatrixD x = synattn_test::random_matrix(8, o.d_model, rng);
+  MatrixD out(8, o.d_model);
+  Layer::Cache cache;
+  BucketBlock views = synattn_test::random_bucket_views(2, lengths, lengths, 4, 4, layer.num_buckets(), rng, 0.0);
+  CHECK_NOTHROW(layer.forward({x, lengths, views}, cache, out));
+  // One view only: the shape names the views.
+  const BucketBlock one = views.topRows(8);
+  CHECK_THROWS_WITH(layer.forward({x, lengths, one}, cache, out), Catch::Contains("fuses 2 tree views"));
+  // View 1 masks a pair view 0 keeps.
+  BucketBlock bad = views;
+  bad(8 + 1, 2) = -1;
+  CHECK_THROWS_WITH(layer.forward({x, lengths, bad}, cache, out), Catch::Contains("tree view 1") &&
+                                                                      Catch::Contains("sequence 0, query 1, key 2") &&
+                                                                      Catch::Contains("mask the same pairs"));
+  // A bucket of view 1 out of range names the view.
+  bad = views;
+  bad(8 + 4, 0) = static_cast<std::int8_t>(layer.num_buckets());
+  CHECK_THROWS_WITH(layer.forward({x, lengths, bad}, cache, out),
+                    Catch::Contains("tree view 1") && Catch::Contains("out of range"));
+  // A cache of a one-view layer is refused by the fused layer's backward.
+  Layer single(small_options());
+  Layer::Cache other;
+  synattn_test::forward_value(single, {x, lengths, one}, other);
+  MatrixD dx(8, o.d_model);
+  CHECK_THROWS_WITH(layer.backward(other, out, {dx}), Catch::Contains("2 tree views"));
+  // Options out of range, and view_logits without fusion.
+  AttentionOptions too_many = small_options();
+  too_many.bias.fusion.views = synattn::kMaxTreeViews + 1;
+  CHECK_THROWS_WITH(Layer(too_many), Catch::Contains("fusion.views"));
+  CHECK_THROWS_WITH(single.view_logits(), Catch::Contains("view_logits"));
 }

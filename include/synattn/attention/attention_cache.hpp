@@ -30,12 +30,15 @@ struct AttentionFingerprint {
   int num_buckets = 0;  // 0 without a syntax bias
   bool per_head = false, causal = false, talking_heads_pre = false, talking_heads_post = false;
   bool cross = false;
+  int views = 1;  // tree views of the bias (fusion)
+  bool shared_view_table = false, per_head_view_weights = false;
 
   bool operator==(const AttentionFingerprint& o) const noexcept {
     return d_model == o.d_model && heads == o.heads && key_size == o.key_size && value_size == o.value_size &&
            memory_size == o.memory_size && syntax_bias == o.syntax_bias && num_buckets == o.num_buckets &&
            per_head == o.per_head && causal == o.causal && talking_heads_pre == o.talking_heads_pre &&
-           talking_heads_post == o.talking_heads_post && cross == o.cross;
+           talking_heads_post == o.talking_heads_post && cross == o.cross && views == o.views &&
+           shared_view_table == o.shared_view_table && per_head_view_weights == o.per_head_view_weights;
   }
   bool operator!=(const AttentionFingerprint& o) const noexcept { return !(*this == o); }
 
@@ -48,6 +51,9 @@ struct AttentionFingerprint {
       s += ", " + std::to_string(num_buckets) + " buckets, " + (per_head ? "per-head" : "shared") + " table";
     else
       s += ", no syntax bias";
+    if (views > 1)
+      s += ", " + std::to_string(views) + " tree views (" + (shared_view_table ? "one table" : "a table each") + ", " +
+           (per_head_view_weights ? "per-head" : "per-layer") + " weights)";
     if (causal) s += ", causal";
     if (talking_heads_pre) s += ", talking heads pre";
     if (talking_heads_post) s += ", talking heads post";
@@ -123,7 +129,7 @@ class AttentionCache {
   Matrix probs_;                         // softmax output P
   Matrix mixed_;                         // post-mixing talking heads: mixed P
   Matrix ctx_;                           // (batch * n_q, h*dv)
-  BucketBlock buckets_;                  // (batch * n_q, n_kv) when the layer has a syntax bias
+  BucketBlock buckets_;                  // (views * batch * n_q, n_kv) when the layer has a syntax bias
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
   Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only
   std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:
@@ -135,7 +141,7 @@ class AttentionCache {
   Matrix dscore2_;      // probs_ layout: second buffer for the talking-heads mixing adjoints
   Matrix dqkv_;         // layout of qkv_
   Matrix dkv_;          // layout of kv_
-  Matrix hist_;         // (batch * heads, kHistogramCopies * (num_buckets + 1)) per-task bucket sums
+  Matrix hist_;         // (batch * heads, histogram_width()) per-task bucket sums (per view with fusion)
   Matrix mix_partial_;  // (batch, 2 * heads * heads) per-sequence talking-heads gradients
 };
 

@@ -35,7 +35,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
     c.dscore2_.resize(c.probs_.rows(), g.n_kv);
   else
     c.dscore2_.resize(0, 0);
-  if (table_gradients()) c.hist_.resize(g.tasks(), kernels::kHistogramCopies * histogram_slots());
+  if (table_gradients()) c.hist_.resize(g.tasks(), histogram_width());
   if (mixing) c.mix_partial_.resize(g.batch, 2 * g.heads * g.heads);
   if (!mixing)
     attend_backward_fused(c, g);
@@ -98,6 +98,7 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_fused(Cache& c, const attent
                                        options_.syntax_bias ? c.buckets_.data() : nullptr,
                                        table_gradients() ? &c.hist_ : nullptr,
                                        histogram_slots(),
+                                       tree_views(),
                                        drop ? &mask : nullptr,
                                        inv_sqrt_dk_,
                                        c.scratch_.data(),
@@ -142,8 +143,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attent
   parallel_for(tasks, block * kSoftmaxWork, [&](Index t) {
     Scalar* task_hist = hist ? c.hist_.data() + t * c.hist_.cols() : nullptr;  // kHistogramCopies x slots
     if (hist) std::fill(task_hist, task_hist + c.hist_.cols(), Scalar(0));
-    softmax_backward_block<Scalar>(block_of(*dP, t, nq, nkv), c.probs_, buckets, task_hist, static_cast<int>(slots), g,
-                                   t / H, static_cast<int>(t % H), 0, nullptr);
+    softmax_backward_block<Scalar>(block_of(*dP, t, nq, nkv), c.probs_, buckets, task_hist, static_cast<int>(slots),
+                                   tree_views(), g, t / H, static_cast<int>(t % H), 0, nullptr);
     if (hist) fold_histogram(task_hist, slots);
   });
   Matrix* dR = dP;

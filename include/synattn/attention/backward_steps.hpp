@@ -107,21 +107,45 @@ void row_dots(Scalar* dots, const RowMajorMatrix<Scalar>& dctx, const RowMajorMa
     dots[i] = dctx.row(b * g.n_q + r0 + i).segment(a * dv, dv).dot(ctx.row(b * g.n_q + r0 + i).segment(a * dv, dv));
 }
 
+// Tree fusion: the bucket sums of dS (m, n_kv; query rows [r0, r0 + m) of
+// sequence b) for views 1.. of `buckets` (view v's block at row v * B * n_q,
+// leading dimension n_kv), into hist + (kHistogramCopies + v - 1) * slots.
+// Masked pairs have dS = 0 (and bucket -1, slot 0), so only the valid rows
+// and keys are read.
+template <class Scalar>
+void add_view_histograms(Eigen::Map<RowMajorMatrix<Scalar>> dS, const std::int8_t* buckets, Scalar* hist, int slots,
+                         int views, const BlockGeometry& g, Index b, Index r0) {
+  const Index v = g.valid_rows(b, r0, dS.rows()), lk = g.lk(b), nkv = g.n_kv;
+  for (int view = 1; view < views; ++view) {
+    Scalar* h = hist + (kernels::kHistogramCopies + view - 1) * slots;
+    for (Index i = 0; i < v; ++i) {
+      const std::int8_t* row = buckets + ((view * g.batch + b) * g.n_q + r0 + i) * nkv;
+      const Scalar* d = dS.data() + i * nkv;
+      for (Index j = 0; j < lk; ++j) h[row[j] + 1] += d[j];
+    }
+  }
+}
+
 // dS (m, n_kv) = P * (dP - <p_i, dp_i>) for query rows [r0, r0 + m) of block
 // (b, a), in place of dP (the kernel computes <p_i, dp_i> itself unless
 // `dots` (m) gives it); padding rows become 0. With `hist` (kHistogramCopies x
 // slots, slot 0 the masked pairs') the bucket sums of dS are added to it.
 // `probs` is the (B * h * n_q, n_kv) probabilities buffer, `buckets` the
 // cache's (B * n_q, n_kv) block (null without a syntax bias).
+//
+// Tree fusion (`views` > 1, `buckets` (views * B * n_q, n_kv)): the kernel
+// takes view 0's bucket sums; view v's follow at hist + (kHistogramCopies +
+// v - 1) * slots, one copy each (add_view_histograms).
 template <class Scalar>
 void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const RowMajorMatrix<Scalar>& probs,
-                            const std::int8_t* buckets, Scalar* hist, int slots, const BlockGeometry& g, Index b,
-                            int a, Index r0, const Scalar* dots) {
+                            const std::int8_t* buckets, Scalar* hist, int slots, int views, const BlockGeometry& g,
+                            Index b, int a, Index r0, const Scalar* dots) {
   const Index m = dS.rows(), nkv = g.n_kv, v = g.valid_rows(b, r0, m);
   const Scalar* P = probs.data() + ((b * g.heads + a) * g.n_q + r0) * nkv;  // (m, n_kv)
   kernels::softmax_backward<Scalar>(P, nkv, dS.data(), nkv, bucket_row(buckets, nkv, b * g.n_q + r0), nkv, v, g.lk(b),
                                     g.causal_row0(r0), nkv, hist, slots, slots, dots);
   dS.bottomRows(m - v).setZero();
+  if (hist && views > 1) add_view_histograms<Scalar>(dS, buckets, hist, slots, views, g, b, r0);
 }
 
 // dQ rows [r0, r0 + m) (m, dk) = dR (v, lk) K (lk, dk) / sqrt(dk); dK (n_kv, dk)
@@ -208,6 +232,7 @@ struct FusedBackwardTask {
   const std::int8_t* buckets;       // (B * n_q, n_kv); null without a syntax bias
   Matrix* hist;                     // per task: kHistogramCopies x slots; null: no table gradient
   Index slots;                      // histogram slots per copy
+  int views;                        // tree views of the bias (1 without fusion)
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Scalar inv_sqrt_dk;
   Scalar* scratch;                  // per thread: (rows, n_kv)
@@ -230,7 +255,7 @@ struct FusedBackwardTask {
                                mask ? dropped + Index(thread) * rows * nkv : nullptr, mask);
       Scalar* d = dots + Index(thread) * rows;  // (m)
       row_dots<Scalar>(d, dctx, ctx, g, b, a, r0, m);
-      softmax_backward_block<Scalar>(dS, probs, buckets, task_hist, static_cast<int>(slots), g, b, a, r0, d);
+      softmax_backward_block<Scalar>(dS, probs, buckets, task_hist, static_cast<int>(slots), views, g, b, a, r0, d);
       score_backward<Scalar>(ConstBlockMap(dS.data(), m, nkv), qsrc, kvsrc, dqsrc, dkvsrc, g, b, a, r0, inv_sqrt_dk,
                              acc);
     }
@@ -245,9 +270,29 @@ struct FusedBackwardTask {
 // copy 0 folded): for each table row r, acc (slots) = sum over tasks (b, a)
 // whose head reads row r, in task order, then dT[r] += s acc[1:], ds += <T[r],
 // acc[1:]> (BiasTerms::apply_histogram).
+//
+// With fusion each head's views are summed over its sequences (in order)
+// and applied per head, head by head (BiasTerms::apply_view_histograms):
+// the view weights make a head's share of a shared table its own.
 template <class Scalar>
 void reduce_table_gradient(const BiasTerms<Scalar>& table, const RowMajorMatrix<Scalar>& hist,
                            const BlockGeometry& g, Index slots) {
+  if (table.views() > 1) {
+    Scalar acc[kMaxTreeViews * (kMaxTableBuckets + 1)];
+    for (int a = 0; a < g.heads; ++a) {
+      std::fill(acc, acc + table.views() * slots, Scalar(0));
+      for (Index b = 0; b < g.batch; ++b) {
+        const Scalar* h = hist.data() + (b * g.heads + a) * hist.cols();
+        for (Index s = 0; s < slots; ++s) acc[s] += h[s];  // view 0: copy 0, folded
+        for (int v = 1; v < table.views(); ++v) {
+          const Scalar* hv = h + (kernels::kHistogramCopies + v - 1) * slots;
+          for (Index s = 0; s < slots; ++s) acc[v * slots + s] += hv[s];
+        }
+      }
+      table.apply_view_histograms(a, acc, slots);
+    }
+    return;
+  }
   Scalar acc[kMaxTableBuckets + 1];
   for (int r = 0; r < table.rows(); ++r) {
     std::fill(acc, acc + slots, Scalar(0));

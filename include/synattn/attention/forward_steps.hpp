@@ -57,17 +57,42 @@ void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix
                            inv_sqrt_dk);  // (v, lk)
 }
 
+// Tree fusion: S += s * w_v * T_v[a, bucket_v] for views v = 1.. on the
+// valid rows of query rows [r0, r0 + m) of block (b, a) and keys < lk (view
+// v's block starts at row v * batch * n_q of `buckets`). View 0 is added by
+// the softmax kernel's gather, whose -inf also masks the pairs all views
+// share: masked pairs add 0 here. One int8 gather pass per further view: no
+// n x n float bias is formed.
+template <class Scalar>
+void add_view_biases(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
+                     const BiasTerms<Scalar>& table, const BlockGeometry& g, Index b, int a, Index r0) {
+  const Index v = g.valid_rows(b, r0, S.rows()), lk = g.lk(b);
+  Scalar shifted[kMaxTableBuckets + 1];
+  for (int view = 1; view < table.views(); ++view) {
+    table.shifted_row(a, shifted, view);
+    shifted[0] = 0;
+    for (Index i = 0; i < v; ++i) {
+      const std::int8_t* row = buckets + ((view * g.batch + b) * g.n_q + r0 + i) * ldb;
+      Scalar* s = S.data() + i * S.cols();
+      for (Index j = 0; j < lk; ++j) s[j] += shifted[row[j] + 1];
+    }
+  }
+}
+
 // Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in
 // place: e_ij = exp(S_ij + s T[a, bucket_ij] - max_i), 0 where masked; inv[i]
 // (m) = 1 / sum_j e_ij, 0 on padding rows and rows with no visible key.
-// `buckets` is the whole (B * n_q, n_kv) block with leading dimension ldb and
-// `table` the layer's table, both null without a syntax bias.
+// `buckets` is the whole (B * n_q, n_kv) block (with fusion (V * B * n_q,
+// n_kv)) with leading dimension ldb and `table` the layer's table, both null
+// without a syntax bias.
 template <class Scalar>
 void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
                               const BiasTerms<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
                               Scalar* inv) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
-  // shifted[0] = -inf (bucket -1, the mask), shifted[k + 1] = s * T[a, k].
+  if (table && table->views() > 1) add_view_biases<Scalar>(S, buckets, ldb, *table, g, b, a, r0);
+  // shifted[0] = -inf (bucket -1, the mask), shifted[k + 1] = s * T[a, k]
+  // (with fusion: view 0's s * w_0 * T_0[a, k]).
   Scalar shifted[kMaxTableBuckets + 1];
   if (table) table->shifted_row(a, shifted);
   const int slots = table ? table->num_buckets() + 1 : 0;

@@ -142,6 +142,8 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   //   bq (1, h*dk)        bk (1, h*dk)            bv (1, h*dv)
   //   Wo (d_model, h*dv)  bo (1, d_model)
   //   table (1 or h, num_buckets), scale (1, 1)    with a syntax bias
+  //     (tree fusion, options.bias.fusion.views = V > 1: table (V or 1 views x
+  //     1 or h rows, num_buckets), view-major, then view_logits (1 or h, V))
   //   mix_pre (h, h), mix_post (h, h)              with talking heads
   // A frozen table or scale is listed with trainable = false and keeps a zero
   // gradient.
@@ -169,13 +171,17 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   BiasTableRef<Scalar> bias_table();
   Eigen::Map<Matrix> table() { return bias_table().table(); }
   Scalar& scale() { return bias_table().scale(); }
+  // Tree fusion: the logits of the view weights (weight rows x views) and
+  // the weights w = softmax(logits) row by row; throws without fusion.
+  Eigen::Map<Matrix> view_logits() { return store_.value(require(id_.logits, "view_logits (fusion.views is 1)")); }
+  Matrix view_weights() const;
   Eigen::Map<Matrix> mix_pre() { return store_.value(require(id_.pre, "mix_pre (talking_heads_pre is off)")); }
   Eigen::Map<Matrix> mix_post() { return store_.value(require(id_.post, "mix_post (talking_heads_post is off)")); }
 
  private:
   struct Ids {
     int wq = -1, wk = -1, wv = -1, bq = -1, bk = -1, bv = -1, wo = -1, bo = -1;
-    int table = -1, scale = -1, pre = -1, post = -1;
+    int table = -1, scale = -1, logits = -1, pre = -1, post = -1;
   };
 
   static constexpr int kMaxHeadsOnStack = 64;  // forward's per-head scratch beyond this is on the heap
@@ -231,12 +237,20 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   void input_projection_backward(Cache& cache, const InputGradients& dinput, const GradientTarget& gradients) const;
   void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g,
                        const GradientTarget& gradients) const;
-  // True when backward() accumulates bucket histograms (a learnable table or scale).
+  // True when backward() accumulates bucket histograms (a learnable table,
+  // scale or view weights).
   bool table_gradients() const noexcept {
-    return options_.syntax_bias && (options_.bias.table_learnable || options_.bias.scale_learnable);
+    const BiasTableOptions& b = options_.bias;
+    return options_.syntax_bias &&
+           (b.table_learnable || b.scale_learnable || (b.fusion.views > 1 && b.fusion.weights_learnable));
   }
   // Histogram slots per copy: num_buckets() + 1 (slot 0: masked pairs), 0 without a bias.
   Index histogram_slots() const noexcept { return options_.syntax_bias ? num_buckets() + 1 : 0; }
+  // Tree views of the bias (1 without fusion or without a bias).
+  int tree_views() const noexcept { return options_.syntax_bias ? options_.bias.fusion.views : 1; }
+  // Histogram values per task: kHistogramCopies copies of view 0's slots
+  // (the kernel's), then one copy per further view.
+  Index histogram_width() const noexcept;
 
   // The table as the kernels read it; with a target, with its gradient storage.
   BiasTerms<Scalar> bias_terms(const GradientTarget* target) const;

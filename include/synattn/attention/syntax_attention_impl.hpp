@@ -54,9 +54,12 @@ SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& opt
   id_.wo = store_.add("Wo", d, h * dv_);
   id_.bo = store_.add("bo", 1, d);
   if (options_.syntax_bias) {
-    id_.table =
-        store_.add("table", options_.bias.per_head ? h : 1, options_.bias.num_buckets(), options_.bias.table_learnable);
-    id_.scale = store_.add("scale", 1, 1, options_.bias.scale_learnable);
+    const BiasTableOptions& bias = options_.bias;
+    id_.table = store_.add("table", bias.table_rows(options_.heads), bias.num_buckets(), bias.table_learnable);
+    id_.scale = store_.add("scale", 1, 1, bias.scale_learnable);
+    if (bias.fusion.views > 1)
+      id_.logits =
+          store_.add("view_logits", bias.weight_rows(options_.heads), bias.fusion.views, bias.fusion.weights_learnable);
   }
   if (options_.talking_heads_pre) id_.pre = store_.add("mix_pre", h, h);
   if (options_.talking_heads_post) id_.post = store_.add("mix_post", h, h);
@@ -84,16 +87,31 @@ void SyntaxBiasedAttention<Scalar>::reset_parameters(std::uint64_t seed) {
 template <class Scalar>
 BiasTableRef<Scalar> SyntaxBiasedAttention<Scalar>::bias_table() {
   if (!options_.syntax_bias) throw Error("SyntaxBiasedAttention: the layer has no syntax bias (syntax_bias = false)");
-  return BiasTableRef<Scalar>(options_.bias, options_.heads, store_.value_data(id_.table),
-                              store_.value_data(id_.scale), store_.gradient_data(id_.table),
-                              store_.gradient_data(id_.scale));
+  const bool fused = id_.logits >= 0;
+  return BiasTableRef<Scalar>(options_.bias, options_.heads, store_.value_data(id_.table), store_.value_data(id_.scale),
+                              store_.gradient_data(id_.table), store_.gradient_data(id_.scale),
+                              fused ? store_.value_data(id_.logits) : nullptr,
+                              fused ? store_.gradient_data(id_.logits) : nullptr);
+}
+
+template <class Scalar>
+typename SyntaxBiasedAttention<Scalar>::Matrix SyntaxBiasedAttention<Scalar>::view_weights() const {
+  require(id_.logits, "view_logits (fusion.views is 1)");
+  return view_weight_matrix(bias_terms(nullptr));
 }
 
 template <class Scalar>
 BiasTerms<Scalar> SyntaxBiasedAttention<Scalar>::bias_terms(const GradientTarget* target) const {
-  return BiasTerms<Scalar>(options_.bias, options_.heads, store_.value_data(id_.table), store_.value_data(id_.scale),
-                           target ? grad_at(*target, id_.table) : nullptr,
-                           target ? grad_at(*target, id_.scale) : nullptr);
+  const bool fused = id_.logits >= 0;
+  return BiasTerms<Scalar>(
+      options_.bias, options_.heads, store_.value_data(id_.table), store_.value_data(id_.scale),
+      target ? grad_at(*target, id_.table) : nullptr, target ? grad_at(*target, id_.scale) : nullptr,
+      fused ? store_.value_data(id_.logits) : nullptr, fused && target ? grad_at(*target, id_.logits) : nullptr);
+}
+
+template <class Scalar>
+Index SyntaxBiasedAttention<Scalar>::histogram_width() const noexcept {
+  return (kernels::kHistogramCopies + tree_views() - 1) * histogram_slots();
 }
 
 template <class Scalar>
@@ -116,6 +134,9 @@ AttentionFingerprint SyntaxBiasedAttention<Scalar>::fingerprint(AttentionKind ki
   f.syntax_bias = options_.syntax_bias;
   f.num_buckets = num_buckets();
   f.per_head = options_.syntax_bias && options_.bias.per_head;
+  f.views = tree_views();
+  f.shared_view_table = f.views > 1 && options_.bias.fusion.shared_table;
+  f.per_head_view_weights = f.views > 1 && options_.bias.fusion.per_head_weights;
   f.causal = options_.causal;
   f.talking_heads_pre = options_.talking_heads_pre;
   f.talking_heads_post = options_.talking_heads_post;
@@ -177,7 +198,7 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInpu
   const Index batch = static_cast<Index>(in.lengths.size());
   const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
   check_lengths(fn, "lengths", in.lengths, n);
-  if (options_.syntax_bias) check_buckets(fn, in.buckets, in.lengths, in.lengths, n, n, options_.bias);
+  if (options_.syntax_bias) check_bucket_views(fn, in.buckets, in.lengths, in.lengths, n, n, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
   if (options_.check_finite) {
     check_finite_tokens<Scalar>(fn, "x", in.x, n);
@@ -203,7 +224,7 @@ std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* 
   const Index n_kv = check_tokens(fn, "memory", in.memory.rows(), in.memory.cols(), batch, dm_kv_);
   check_lengths(fn, "lengths_q", in.lengths_q, n_q);
   check_lengths(fn, "lengths_kv", in.lengths_kv, n_kv);
-  if (options_.syntax_bias) check_buckets(fn, in.buckets, in.lengths_q, in.lengths_kv, n_q, n_kv, options_.bias);
+  if (options_.syntax_bias) check_bucket_views(fn, in.buckets, in.lengths_q, in.lengths_kv, n_q, n_kv, options_.bias);
   check_shape(fn, "out", out_rows, out_cols, batch * n_q, options_.d_model);
   if (options_.check_finite) {
     check_finite_tokens<Scalar>(fn, "x_q", in.x_q, n_q);

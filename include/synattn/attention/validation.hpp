@@ -141,6 +141,38 @@ inline void check_buckets(const char* fn, const Eigen::Ref<const BucketBlock>& b
     }
 }
 
+// Tree fusion (bias.fusion.views = V > 1): the bucket block stacks V views,
+// ((V * batch * n_q, n_kv), view v in rows [v * batch * n_q, ...)), each a
+// valid block as check_buckets has it, all masking the same pairs: the
+// fused bias is one mask plus a weighted sum of the views' tables. Without
+// fusion: check_buckets.
+inline void check_bucket_views(const char* fn, const Eigen::Ref<const BucketBlock>& buckets,
+                               const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv, Index n_q,
+                               Index n_kv, const BiasTableOptions& bias) {
+  const int views = bias.fusion.views;
+  if (views == 1) return check_buckets(fn, buckets, lengths_q, lengths_kv, n_q, n_kv, bias);
+  const Index rows = static_cast<Index>(lengths_q.size()) * n_q;
+  if (buckets.rows() != views * rows || buckets.cols() != n_kv)
+    throw Error(error_prefix(fn) + "buckets is " + shape_string(buckets.rows(), buckets.cols()) + ", expected " +
+                shape_string(views * rows, n_kv) + ": the layer fuses " + std::to_string(views) +
+                " tree views, stacked as (views * batch * n_q, n_kv)");
+  for (int v = 0; v < views; ++v) {
+    const std::string where = std::string(fn) + ": tree view " + std::to_string(v);
+    check_buckets(where.c_str(), buckets.middleRows(v * rows, rows), lengths_q, lengths_kv, n_q, n_kv, bias);
+  }
+  for (int v = 1; v < views; ++v)
+    for (Index r = 0; r < rows; ++r) {
+      const std::int8_t* first = buckets.data() + r * buckets.outerStride();
+      const std::int8_t* mine = buckets.data() + (v * rows + r) * buckets.outerStride();
+      for (Index j = 0; j < n_kv; ++j)
+        if ((first[j] == -1) != (mine[j] == -1))
+          throw Error(error_prefix(fn) + "tree view " + std::to_string(v) + " has bucket " + std::to_string(mine[j]) +
+                      " at (sequence " + std::to_string(r / n_q) + ", query " + std::to_string(r % n_q) + ", key " +
+                      std::to_string(j) + ") where view 0 has " + std::to_string(first[j]) +
+                      ": the views of a sequence must mask the same pairs");
+    }
+}
+
 // The lengths must give one length per sequence of the inputs: `rows` rows
 // of `name` hold `rows / n` sequences of n positions (n from the bucket
 // block). Checked before the shapes, so that a wrong count is reported as
@@ -189,7 +221,7 @@ void check_finite_parameters(const char* fn, const ParameterStore<Scalar>& store
 // The bias s * T[row, b] the kernels add, formed in Scalar like theirs: each
 // must be finite (a table entry of -3e38 times s = 10 in float is -inf, which
 // would mask every pair). Returns, per head, max_b |s * T[row_of(head), b]| (in
-// `max_bias`, heads entries).
+// `max_bias`, heads entries), over every view the head reads.
 template <class Scalar>
 void check_bias_products(const char* fn, const BiasTerms<Scalar>& t, double* max_bias) {
   const Scalar s = t.scale();
@@ -203,9 +235,12 @@ void check_bias_products(const char* fn, const BiasTerms<Scalar>& t, double* max
                     scalar_name<Scalar>() + " (|s * T| must stay below " +
                     number_string(double(std::numeric_limits<Scalar>::max())) + "; docs/math.md 4.5)");
     }
+  // With fusion the bias is a convex combination of the views' s * T, so
+  // the largest over the views bounds it.
   for (int a = 0; a < t.heads(); ++a) {
     double m = 0;
-    for (Index b = 0; b < T.cols(); ++b) m = std::max(m, std::abs(double(s * T(t.row_of(a), b))));
+    for (int v = 0; v < t.views(); ++v)
+      for (Index b = 0; b < T.cols(); ++b) m = std::max(m, std::abs(double(s * T(t.table_row(v, a), b))));
     max_bias[a] = m;
   }
 }
