@@ -24,8 +24,9 @@
 // And the sentences read go to the tree sources (data/tree_source.hpp) as a
 // corpus and as a tree file: replace_trees throws nothing but synattn::Error
 // and leaves the corpus unchanged when it throws, gives each sentence its own
-// tree back when the file is the corpus itself, and corrupt_trees keeps every
-// tree one tree with its root.
+// tree back when the file is the corpus itself (add_tree_view the same, as a
+// second tree view, and adds no view when it throws), and corrupt_trees keeps
+// every tree one tree with its root.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -219,6 +220,17 @@ void check_tree_source(const std::vector<synattn::ConlluSentence>& sentences) {
     unchanged();
   } catch (const synattn::ParseError&) {
     unchanged();
+  }
+  std::vector<synattn::TaggedSentence> viewed = before;  // the same file as a second tree view
+  try {
+    synattn::add_tree_view(viewed, sentences, "corpus", "trees", synattn::FormCase::AsWritten);
+    expect(unique, "add_tree_view accepts only sentences it can match");
+    for (std::size_t k = 0; k < viewed.size(); ++k)
+      expect(viewed[k].views() == 2 && viewed[k].view_tree(1).heads() == before[k].heads, "own trees back as a view");
+  } catch (const synattn::Error&) {
+    for (const synattn::TaggedSentence& s : viewed) expect(s.views() == 1, "a refused tree view adds nothing");
+  } catch (const synattn::ParseError&) {
+    for (const synattn::TaggedSentence& s : viewed) expect(s.views() == 1, "a refused tree view adds nothing");
   }
   if (corpus.size() >= 2) {  // the first half against the second: matches only where ids and forms agree
     const std::vector<synattn::ConlluSentence> second(sentences.begin() + static_cast<long>(sentences.size() / 2),

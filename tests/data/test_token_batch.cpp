@@ -6,6 +6,7 @@
 #include <string>
 
 #include <synattn/data/token_batch.hpp>
+#include <synattn/data/tree_source.hpp>
 #include <synattn/tree/distance.hpp>
 
 using namespace synattn;
@@ -30,6 +31,46 @@ const Ewt& ewt() {
     return e;
   }();
   return data;
+}
+
+// The training subset's sentences (what the experiment batches).
+std::vector<TaggedSentence> subset_sentences(const Ewt& e) {
+  std::vector<TaggedSentence> train;
+  for (std::size_t i : e.subset) train.push_back(e.train[i]);
+  return train;
+}
+
+// `sentences` with their trees corrupted at rate p, keyed by index: other trees of the same words.
+std::vector<TaggedSentence> noisy(const std::vector<TaggedSentence>& sentences, double p, std::uint64_t seed) {
+  std::vector<TaggedSentence> out = sentences;
+  corrupt_trees(out, p, RandomStream(seed));
+  return out;
+}
+
+// Three tree views of the same sentences: gold, then two noisy ones (trees that differ from view 0 and from each
+// other), as tree fusion would get them from three parsers.
+struct Views {
+  std::vector<std::vector<TaggedSentence>> single;  // single[v]: the sentences with view v's tree as their only one
+  std::vector<TaggedSentence> fused;                // the sentences with all three views
+};
+
+Views three_views(const std::vector<TaggedSentence>& sentences) {
+  Views out;
+  out.single = {sentences, noisy(sentences, 0.3, 1), noisy(sentences, 0.6, 2)};
+  out.fused = sentences;
+  for (std::size_t k = 0; k < sentences.size(); ++k)
+    for (std::size_t v = 1; v < out.single.size(); ++v) out.fused[k].view_trees.push_back(out.single[v][k].tree);
+  return out;
+}
+
+void require_same_batch(const TokenBatch& a, const TokenBatch& b) {
+  REQUIRE(a.ids == b.ids);
+  REQUIRE(a.labels == b.labels);
+  REQUIRE(a.buckets == b.buckets);
+  REQUIRE(a.lengths == b.lengths);
+  REQUIRE(a.tokens == b.tokens);
+  REQUIRE(a.dropped == b.dropped);
+  REQUIRE(a.views() == b.views());
 }
 }  // namespace
 
@@ -224,32 +265,117 @@ TEST_CASE("the N = 500 recipe on EWT makes the same choices as the Python twin",
 
 TEST_CASE("an encoded corpus batches exactly like the sentences it was made from", "[token_batch][ewt]") {
   const Ewt& e = ewt();
-  std::vector<TaggedSentence> train;
-  for (std::size_t i : e.subset) train.push_back(e.train[i]);
+  const std::vector<TaggedSentence> one_view = subset_sentences(e);
+  const Bucketing linear = Bucketing::linear(10);
+  const Bucketing directed = Bucketing::directed(4);
+  for (const std::vector<TaggedSentence>& train : {one_view, three_views(one_view).fused}) {
+    for (const Bucketing* bucketing : {static_cast<const Bucketing*>(nullptr), &linear, &directed}) {
+      INFO(train.front().views() << " tree views, " << (bucketing ? bucketing->describe() : "no buckets"));
+      const EncodedCorpus corpus(train, e.vocab, e.labels, bucketing);
+      REQUIRE(corpus.size() == train.size());
+      CHECK(corpus.views() == train.front().views());
+      CHECK(corpus.lengths() == sentence_lengths(train));
+      CHECK(corpus.ignored() == e.labels.count_ignored(train));
+      CHECK((corpus.bucketing() == nullptr) == (bucketing == nullptr));
+      TokenBatch direct, encoded;
+      for (std::uint64_t epoch : {0u, 1u}) {
+        for (const auto& batch : length_batches(corpus.lengths(), 5, epoch)) {
+          const WordDropout d = WordDropout::for_epoch(5, epoch);
+          make_token_batch(train, batch, e.vocab, e.labels, bucketing, d, direct);
+          make_token_batch(corpus, batch, d, encoded);
+          require_same_batch(encoded, direct);
+        }
+      }
+      CHECK_THROWS_WITH(make_token_batch(corpus, {0, train.size()}, WordDropout::none(), encoded),
+                        Catch::Contains("indices[1] = " + std::to_string(train.size()) + ", expected <"));
+      CHECK_THROWS_WITH(make_token_batch(corpus, {}, WordDropout::none(), encoded),
+                        Catch::Contains("'indices' is empty"));
+    }
+  }
+}
+
+TEST_CASE("tree views: view v's block is the one-view batch of the view-v trees, from both paths",
+          "[token_batch][views][ewt]") {
+  const Ewt& e = ewt();
+  const Views views = three_views(subset_sentences(e));
+  REQUIRE(views.fused.front().views() == 3);
   const Bucketing linear = Bucketing::linear(10);
   const Bucketing directed = Bucketing::directed(4);
   for (const Bucketing* bucketing : {static_cast<const Bucketing*>(nullptr), &linear, &directed}) {
-    const EncodedCorpus corpus(train, e.vocab, e.labels, bucketing);
-    REQUIRE(corpus.size() == train.size());
-    CHECK(corpus.lengths() == sentence_lengths(train));
-    CHECK(corpus.ignored() == e.labels.count_ignored(train));
-    CHECK((corpus.bucketing() == nullptr) == (bucketing == nullptr));
-    TokenBatch direct, encoded;
-    for (std::uint64_t epoch : {0u, 1u}) {
-      for (const auto& batch : length_batches(corpus.lengths(), 5, epoch)) {
-        const WordDropout d = WordDropout::for_epoch(5, epoch);
-        make_token_batch(train, batch, e.vocab, e.labels, bucketing, d, direct);
-        make_token_batch(corpus, batch, d, encoded);
-        REQUIRE(encoded.ids == direct.ids);
-        REQUIRE(encoded.labels == direct.labels);
-        REQUIRE(encoded.buckets == direct.buckets);
-        REQUIRE(encoded.lengths == direct.lengths);
-        REQUIRE(encoded.tokens == direct.tokens);
-        REQUIRE(encoded.dropped == direct.dropped);
+    const EncodedCorpus corpus(views.fused, e.vocab, e.labels, bucketing);
+    CHECK(corpus.views() == 3);
+    TokenBatch direct, encoded, one;
+    std::size_t differing_blocks = 0;
+    for (const auto& batch : length_batches(corpus.lengths(), 5, 1)) {
+      const WordDropout d = WordDropout::for_epoch(5, 1);
+      make_token_batch(views.fused, batch, e.vocab, e.labels, bucketing, d, direct);
+      make_token_batch(corpus, batch, d, encoded);
+      require_same_batch(encoded, direct);
+      const Index rows = static_cast<Index>(direct.batch()) * direct.n();
+      REQUIRE(direct.views() == (bucketing ? 3 : 1));  // no buckets, no block of views
+      REQUIRE(direct.buckets.rows() == (bucketing ? 3 * rows : 0));
+      for (int v = 0; v < 3; ++v) {
+        make_token_batch(views.single[static_cast<std::size_t>(v)], batch, e.vocab, e.labels, bucketing, d, one);
+        REQUIRE(one.views() == 1);
+        REQUIRE(one.ids == direct.ids);
+        if (!bucketing) continue;
+        REQUIRE(direct.buckets.middleRows(v * rows, rows) == one.buckets);  // its corners and padding -1
+        differing_blocks += direct.buckets.middleRows(v * rows, rows) != direct.buckets.topRows(rows) ? 1 : 0;
       }
     }
-    CHECK_THROWS_WITH(make_token_batch(corpus, {0, train.size()}, WordDropout::none(), encoded),
-                      Catch::Contains("indices[1] = " + std::to_string(train.size()) + ", expected <"));
-    CHECK_THROWS_WITH(make_token_batch(corpus, {}, WordDropout::none(), encoded), Catch::Contains("'indices' is empty"));
+    if (bucketing) CHECK(differing_blocks > 0);  // the views really are other trees
   }
+}
+
+TEST_CASE("tree views: a batch's sentences must have as many views, every view a tree of its words",
+          "[token_batch][views]") {
+  const Ewt& e = ewt();
+  const Bucketing linear = Bucketing::linear(10);
+  std::vector<TaggedSentence> mixed(e.dev.begin(), e.dev.begin() + 3);
+  mixed[2].view_trees.push_back(mixed[2].tree);
+  TokenBatch tb;
+  const std::string expected = "sentence " + mixed[2].id + " (indices[2]) has 2 tree views, expected 1 as sentence " +
+                               mixed[0].id + " (indices[0]) has";
+  for (const Bucketing* bucketing : {static_cast<const Bucketing*>(nullptr), &linear}) {
+    CHECK_THROWS_WITH(make_token_batch(mixed, {0, 1, 2}, e.vocab, e.labels, bucketing, WordDropout::none(), tb),
+                      Catch::Contains("make_token_batch: " + expected));
+    CHECK_THROWS_WITH(EncodedCorpus(mixed, e.vocab, e.labels, bucketing),
+                      Catch::Contains("EncodedCorpus: sentence " + mixed[2].id +
+                                      " (sentences[2]) has 2 tree views, expected 1 as sentence " + mixed[0].id +
+                                      " (sentences[0]) has"));
+  }
+  CHECK_NOTHROW(make_token_batch(mixed, {2}, e.vocab, e.labels, &linear, WordDropout::none(), tb));
+  CHECK(tb.views() == 2);
+
+  std::vector<TaggedSentence> wrong{e.dev[0]};
+  wrong[0].view_trees.push_back(e.dev[1].tree);  // another sentence's tree
+  REQUIRE(e.dev[0].size() != e.dev[1].size());
+  CHECK_THROWS_WITH(make_token_batch(wrong, {0}, e.vocab, e.labels, &linear, WordDropout::none(), tb),
+                    Catch::Contains("sentence " + wrong[0].id + " (indices[0]) has " + std::to_string(e.dev[0].size()) +
+                                    " words but its tree of view 1 has " + std::to_string(e.dev[1].size())));
+  CHECK_THROWS_WITH(EncodedCorpus(wrong, e.vocab, e.labels, &linear), Catch::Contains("its tree of view 1 has"));
+  CHECK_THROWS_WITH(wrong[0].view_tree(2), Catch::Contains("sentence " + wrong[0].id + " has 2 tree views"));
+  CHECK(&wrong[0].view_tree(0) == &wrong[0].tree);
+}
+
+TEST_CASE("tree views: one TokenBatch serves batches of any view count, and clears to no views",
+          "[token_batch][views]") {
+  const Ewt& e = ewt();
+  const std::vector<TaggedSentence> dev(e.dev.begin(), e.dev.begin() + 4);
+  const Views views = three_views(dev);
+  const Bucketing linear = Bucketing::linear(10);
+  TokenBatch tb, fresh;
+  make_token_batch(views.fused, {0, 1, 2}, e.vocab, e.labels, &linear, WordDropout::none(), tb);
+  REQUIRE(tb.views() == 3);
+  make_token_batch(dev, {0, 1, 2}, e.vocab, e.labels, &linear, WordDropout::none(), tb);  // fewer views: all rewritten
+  make_token_batch(dev, {0, 1, 2}, e.vocab, e.labels, &linear, WordDropout::none(), fresh);
+  require_same_batch(tb, fresh);
+  CHECK(tb.views() == 1);
+  make_token_batch(views.fused, {3, 1}, e.vocab, e.labels, &linear, WordDropout::none(), tb);
+  make_token_batch(views.fused, {3, 1}, e.vocab, e.labels, &linear, WordDropout::none(), fresh);
+  require_same_batch(tb, fresh);
+  clear_token_batch(tb);
+  CHECK(tb.views() == 1);
+  CHECK(tb.buckets.size() == 0);
+  CHECK(EncodedCorpus(std::vector<TaggedSentence>{}, e.vocab, e.labels, &linear).views() == 1);
 }

@@ -5,6 +5,7 @@
 // by name and nothing changed.
 #include <catch2/catch.hpp>
 
+#include <synattn/data/token_batch.hpp>
 #include <synattn/data/tree_source.hpp>
 
 #include <map>
@@ -44,6 +45,23 @@ const char* const kCorpus =
     "# sent_id = b\n"
     "1\tGo\t_\tVERB\t_\t_\t0\troot\t_\t_\n"
     "2\t!\t_\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n";
+
+// Every sentence's heads, those of its tree, and the heads of each further view: all a tree source may change.
+std::vector<std::vector<int>> all_heads(const std::vector<TaggedSentence>& c) {
+  std::vector<std::vector<int>> out;
+  for (const TaggedSentence& s : c) {
+    out.push_back(s.heads);
+    for (int v = 0; v < s.views(); ++v) out.push_back(s.view_tree(v).heads());
+  }
+  return out;
+}
+
+// A tree file for kCorpus in another order, with another casing and a sentence the corpus lacks.
+const char* const kOtherTrees =
+    "# sent_id = extra\n1\tx\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    "# sent_id = b\n1\tGO\t_\t_\t_\t_\t2\tdep\t_\t_\n2\t!\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    "# sent_id = a\n1\tthe\t_\t_\t_\t_\t3\tx\t_\t_\n2\tcat\t_\t_\t_\t_\t3\tx\t_\t_\n"
+    "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n";
 
 }  // namespace
 
@@ -207,4 +225,95 @@ TEST_CASE("replace_trees with a real treebank's own trees changes nothing", "[tr
   replace_trees(c, read_conllu(path), path, path);
   REQUIRE(c.size() == before.size());
   for (std::size_t k = 0; k < c.size(); ++k) REQUIRE(c[k].heads == before[k].heads);
+}
+
+TEST_CASE("add_tree_view appends a view matched as replace_trees matches; replace_trees keeps the views",
+          "[tree_source][align][views]") {
+  const std::vector<TaggedSentence> original = corpus(kCorpus);
+  std::vector<TaggedSentence> c = original;
+  add_tree_view(c, conllu(kOtherTrees), "corpus.conllu", "trees.conllu");
+  REQUIRE(c[0].views() == 2);
+  REQUIRE(c[1].views() == 2);
+  CHECK(c[0].view_tree(1).heads() == std::vector<int>{2, 2, -1});
+  CHECK(c[1].view_tree(1).heads() == std::vector<int>{1, -1});
+  for (std::size_t k = 0; k < c.size(); ++k) {  // view 0, words and labels are the corpus's own
+    CHECK(c[k].heads == original[k].heads);
+    CHECK(c[k].tree.heads() == original[k].heads);
+    CHECK(c[k].forms == original[k].forms);
+    CHECK(c[k].labels == original[k].labels);
+  }
+  add_tree_view(c, conllu(kCorpus), "corpus.conllu", "corpus.conllu");  // view 2: the gold trees again
+  REQUIRE(c[0].views() == 3);
+  CHECK(c[0].view_tree(2).heads() == original[0].heads);
+
+  // replace_trees swaps view 0 only.
+  replace_trees(c, conllu(kOtherTrees), "corpus.conllu", "trees.conllu");
+  CHECK(c[0].heads == std::vector<int>{2, 2, -1});
+  REQUIRE(c[0].views() == 3);
+  CHECK(c[0].view_tree(1).heads() == std::vector<int>{2, 2, -1});
+  CHECK(c[0].view_tree(2).heads() == original[0].heads);
+}
+
+TEST_CASE("add_tree_view refuses every mismatch replace_trees refuses, by name, and changes nothing",
+          "[tree_source][align][views]") {
+  std::vector<TaggedSentence> with_view = corpus(kCorpus);
+  add_tree_view(with_view, conllu(kOtherTrees), "corpus.conllu", "trees.conllu");  // refusals keep this view too
+  const std::vector<std::vector<TaggedSentence>> originals{corpus(kCorpus), with_view};
+  const auto refused = [&](const std::string& trees, const std::string& message) {
+    for (const std::vector<TaggedSentence>& original : originals) {
+      std::vector<TaggedSentence> c = original;
+      CHECK_THROWS_WITH(add_tree_view(c, conllu(trees), "corpus.conllu", "trees.conllu"), Catch::Contains(message));
+      for (std::size_t k = 0; k < c.size(); ++k) CHECK(c[k].views() == original[k].views());
+      CHECK(all_heads(c) == all_heads(original));
+    }
+  };
+  const std::string b = "# sent_id = b\n1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n2\t!\t_\t_\t_\t_\t1\tpunct\t_\t_\n\n";
+  SECTION("a sentence missing") {
+    refused(b, "add_tree_view: corpus.conllu:1: sentence a has no tree in trees.conllu");
+  }
+  SECTION("another word count") {
+    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t0\troot\t_\t_\n2\tcat\t_\t_\t_\t_\t1\tx\t_\t_\n\n",
+            "trees.conllu:5: sentence a has 2 words but 3 in corpus.conllu (line 1)");
+  }
+  SECTION("another form") {
+    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t2\tx\t_\t_\n2\tdog\t_\t_\t_\t_\t3\tx\t_\t_\n"
+                "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n",
+            "trees.conllu:5: sentence a: word 2 is 'dog' but 'cat' in corpus.conllu (line 1)");
+  }
+  SECTION("a sentence twice") { refused(b + b, "trees.conllu:5: sentence b appears twice (first at line 1)"); }
+  SECTION("no sent_id") {
+    refused("1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n\n", "trees.conllu:1: sentence #1 (line 1) has no sent_id");
+  }
+  SECTION("a corpus sentence without a sent_id") {
+    std::vector<TaggedSentence> c = corpus("1\tGo\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n");
+    CHECK_THROWS_WITH(add_tree_view(c, conllu(b), "corpus.conllu", "trees.conllu"),
+                      Catch::Contains("has no tree in trees.conllu (it has no sent_id to match by)"));
+    CHECK(c[0].views() == 1);
+  }
+}
+
+TEST_CASE("add_tree_view with a real treebank's own trees gives views identical to view 0",
+          "[tree_source][align][views][treebank]") {
+  const std::string path = synattn_test::ewt("dev");
+  std::vector<TaggedSentence> c = load_tagging_corpus(path);
+  const std::vector<TaggedSentence> before = c;
+  add_tree_view(c, read_conllu(path), path, path);
+  REQUIRE(c.size() == before.size());
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    REQUIRE(c[k].views() == 2);
+    REQUIRE(c[k].heads == before[k].heads);
+    REQUIRE(c[k].view_tree(1).heads() == c[k].heads);
+  }
+  // And so the bucket blocks of the two views are one block twice.
+  const Vocabulary vocab = Vocabulary::build(c);
+  const LabelSet labels = LabelSet::build(c);
+  const Bucketing directed = Bucketing::directed(4);
+  const EncodedCorpus encoded(c, vocab, labels, &directed);
+  TokenBatch tb;
+  for (const auto& batch : eval_batches(sentence_lengths(c))) {
+    make_token_batch(encoded, batch, WordDropout::none(), tb);
+    REQUIRE(tb.views() == 2);
+    const Index rows = static_cast<Index>(tb.batch()) * tb.n();
+    REQUIRE(tb.buckets.topRows(rows) == tb.buckets.bottomRows(rows));
+  }
 }

@@ -1,6 +1,7 @@
 // synattn — a token-classification corpus: per sentence its word forms, one
 // label per word and the gold tree (which the syntax bias reads), from
-// CoNLL-U or from a user's own arrays.
+// CoNLL-U or from a user's own arrays; for tree fusion, further trees of the
+// same words (TaggedSentence::view_trees).
 //
 // From CoNLL-U, TaggingOptions says which column labels a word (UPOS, DEPREL,
 // DEPREL's base before the first ':', or a user's function of the word) and
@@ -38,8 +39,21 @@ struct TaggedSentence {
   std::vector<std::string> labels;  // each word's label (TaggingOptions::labels)
   DependencyTree tree;              // built once from heads (distances come from it)
   std::size_t line = 0;             // 1-based line of the sentence in its file
+  // Tree fusion: the trees of views 1, 2, ... of the same words (e.g. what
+  // other parsers drew; data/tree_source.hpp's add_tree_view), view 0 being
+  // `tree`. Empty: one view, as before views existed. A view's heads are its
+  // tree's heads().
+  std::vector<DependencyTree> view_trees;
 
   int size() const noexcept { return static_cast<int>(forms.size()); }
+  int views() const noexcept { return 1 + static_cast<int>(view_trees.size()); }
+  // View v's tree; throws Error naming the sentence unless 0 <= v < views().
+  const DependencyTree& view_tree(int v) const {
+    if (v < 0 || v >= views())
+      throw Error("TaggedSentence::view_tree: sentence " + id + " has " + std::to_string(views()) +
+                  " tree views, asked for view " + std::to_string(v));
+    return v == 0 ? tree : view_trees[static_cast<std::size_t>(v - 1)];
+  }
 };
 
 // ASCII lower-casing (see the file comment for non-ASCII bytes).

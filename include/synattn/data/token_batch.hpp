@@ -1,16 +1,25 @@
 // synattn — one training/evaluation batch of a tagging corpus: padded token
-// ids, attention buckets from the gold trees, labels.
+// ids, attention buckets from the sentences' trees (one block per tree
+// view), labels.
 //
-// Shapes (batch sentences, n = the longest of them):
+// Shapes (batch sentences, n = the longest of them, V tree views):
 //   ids      (batch, n) int32, row-major; kPad = 0 on padding
 //   lengths  batch words per sentence
-//   buckets  (batch * n, n) int8, sentence b in rows [b n, (b + 1) n):
+//   buckets  (V * batch * n, n) int8, sentence b of view v in rows
+//            [(v batch + b) n, (v batch + b + 1) n):
 //            bucketize(pairwise_distances) or bucketize_directed(up, down)
-//            in the length x length corner, -1 (masked) on every pair with a
-//            padding position; 0 x 0 when no bucketing is asked for
+//            of the view's tree in the length x length corner, -1 (masked)
+//            on every pair with a padding position, in every view; 0 x 0
+//            when no bucketing is asked for
 //   labels   (batch, n) int32; LabelSet::kIgnore (-100) on padding and on
 //            labels outside the label set
 //   tokens   labels that count (not -100)
+//
+// Tree fusion: V = TaggedSentence::views(), 1 + view_trees.size(), the same
+// for every sentence of a batch or corpus (else an Error naming the
+// sentence). View 0 is `tree`; with V = 1 the block is the one-view
+// (batch * n, n) block. TokenBatch::views() gives V back, so nothing needs
+// to guess it from the block's rows.
 //
 // Two ways in: make_token_batch(sentences, indices, vocab, labels, bucketing,
 // dropout, out) looks words up and walks trees on every call;
@@ -73,15 +82,20 @@ struct TokenBatch {
 
   int batch() const noexcept { return static_cast<int>(ids.rows()); }
   int n() const noexcept { return static_cast<int>(ids.cols()); }
+  // Tree views in `buckets` (its rows over batch * n); 1 without buckets.
+  int views() const noexcept {
+    return buckets.size() == 0 || ids.size() == 0 ? 1 : static_cast<int>(buckets.rows() / ids.size());
+  }
 
   // Distance scratch (int8, at least n x n; only grows), reused across calls.
   RowMajorMatrix<std::int8_t> scratch_distance, scratch_up, scratch_down;
 };
 
 namespace detail {
-// Shapes `out` for `batch` sequences of n positions (buffers only grow) and
-// fills it with padding: ids kPad, labels kIgnore, buckets masked.
-inline void reset_token_batch(TokenBatch& out, Index batch, Index n, bool bucketed) {
+// Shapes `out` for `batch` sequences of n positions and `views` bucket
+// blocks (buffers only grow) and fills it with padding: ids kPad, labels
+// kIgnore, buckets masked.
+inline void reset_token_batch(TokenBatch& out, Index batch, Index n, bool bucketed, int views = 1) {
   out.ids.resize(batch, n);
   out.labels.resize(batch, n);
   out.lengths.resize(static_cast<std::size_t>(batch));
@@ -90,33 +104,57 @@ inline void reset_token_batch(TokenBatch& out, Index batch, Index n, bool bucket
   out.tokens = 0;
   out.dropped = 0;
   if (bucketed) {
-    out.buckets.resize(batch * n, n);
+    out.buckets.resize(views * batch * n, n);
     out.buckets.setConstant(static_cast<std::int8_t>(kPaddingBucket));
   } else {
     out.buckets.resize(0, 0);
   }
 }
 
+// Throws unless sentence `s` can be batched: words, labels and the tree of
+// every view agree in length, and there is at least one word. `fn` and
+// `where` ("indices[3]") name the call and the sentence's place in messages.
+inline void check_batchable(const char* fn, const TaggedSentence& s, const std::string& where) {
+  if (s.tree.size() != s.size() || static_cast<int>(s.labels.size()) != s.size())
+    throw Error(std::string(fn) + ": sentence " + s.id + " (" + where + ") has " + std::to_string(s.size()) +
+                " forms, " + std::to_string(s.labels.size()) + " labels and a tree of " +
+                std::to_string(s.tree.size()) + " words; expected equal counts (build it with to_tagged_sentence)");
+  if (s.size() == 0) throw Error(std::string(fn) + ": sentence " + s.id + " (" + where + ") has no words");
+  for (int v = 1; v < s.views(); ++v)
+    if (s.view_tree(v).size() != s.size())
+      throw Error(std::string(fn) + ": sentence " + s.id + " (" + where + ") has " + std::to_string(s.size()) +
+                  " words but its tree of view " + std::to_string(v) + " has " + std::to_string(s.view_tree(v).size()) +
+                  "; expected every view's tree over the sentence's words");
+}
+
+// Throws unless `s` has as many tree views as `first`, the batch's (or
+// corpus's) first sentence: the views of a block are one stack per batch.
+inline void check_same_views(const char* fn, const TaggedSentence& s, const std::string& where,
+                             const TaggedSentence& first, const std::string& first_where) {
+  if (s.views() != first.views())
+    throw Error(std::string(fn) + ": sentence " + s.id + " (" + where + ") has " + std::to_string(s.views()) +
+                " tree views, expected " + std::to_string(first.views()) + " as sentence " + first.id + " (" +
+                first_where + ") has; every sentence of a batch or corpus needs the same number of views");
+}
+
+inline void check_bucketing(const char* fn, const Bucketing* bucketing) {
+  if (bucketing && bucketing->num_buckets() - 1 > 127)
+    throw Error(std::string(fn) + ": " + bucketing->describe() + " has more buckets than int8 holds");
+}
+
 inline void check_token_batch_inputs(const std::vector<TaggedSentence>& sentences,
-                                     const std::vector<std::size_t>& indices,
-                                     const Bucketing* bucketing) {
+                                     const std::vector<std::size_t>& indices, const Bucketing* bucketing) {
+  const char* fn = "make_token_batch";
   if (indices.empty()) throw Error("make_token_batch: 'indices' is empty, expected >= 1 sentence");
   for (std::size_t k = 0; k < indices.size(); ++k) {
     if (indices[k] >= sentences.size())
       throw Error("make_token_batch: indices[" + std::to_string(k) + "] = " + std::to_string(indices[k]) +
                   ", expected < " + std::to_string(sentences.size()) + " (the number of sentences)");
-    const TaggedSentence& s = sentences[indices[k]];
-    if (s.tree.size() != s.size() || static_cast<int>(s.labels.size()) != s.size())
-      throw Error("make_token_batch: sentence " + s.id + " (indices[" + std::to_string(k) + "]) has " +
-                  std::to_string(s.size()) + " forms, " + std::to_string(s.labels.size()) +
-                  " labels and a tree of " + std::to_string(s.tree.size()) +
-                  " words; expected equal counts (build it with to_tagged_sentence)");
-    if (s.size() == 0)
-      throw Error("make_token_batch: sentence " + s.id + " (indices[" + std::to_string(k) +
-                  "]) has no words");
+    const std::string where = "indices[" + std::to_string(k) + "]";
+    check_batchable(fn, sentences[indices[k]], where);
+    check_same_views(fn, sentences[indices[k]], where, sentences[indices[0]], "indices[0]");
   }
-  if (bucketing && bucketing->num_buckets() - 1 > 127)
-    throw Error("make_token_batch: " + bucketing->describe() + " has more buckets than int8 holds");
+  check_bucketing(fn, bucketing);
 }
 
 // Scratch only grows (to the longest sentence seen), so it is allocated a
@@ -160,10 +198,11 @@ inline void make_token_batch(const std::vector<TaggedSentence>& sentences,
                              const WordDropout& dropout, TokenBatch& out) {
   detail::check_token_batch_inputs(sentences, indices, bucketing);
   const Index batch = static_cast<Index>(indices.size());
+  const int views = sentences[indices.front()].views();
   int n = 0;
   for (std::size_t i : indices) n = sentences[i].size() > n ? sentences[i].size() : n;
 
-  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketing != nullptr);
+  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketing != nullptr, views);
 
   for (Index b = 0; b < batch; ++b) {
     const std::size_t index = indices[static_cast<std::size_t>(b)];
@@ -184,7 +223,8 @@ inline void make_token_batch(const std::vector<TaggedSentence>& sentences,
       out.tokens += label == LabelSet::kIgnore ? 0 : 1;
     }
     if (!bucketing) continue;
-    detail::sentence_buckets(s.tree, *bucketing, out, out.buckets.block(b * n, 0, len, len));
+    for (int v = 0; v < views; ++v)
+      detail::sentence_buckets(s.view_tree(v), *bucketing, out, out.buckets.block((v * batch + b) * n, 0, len, len));
   }
 }
 
@@ -194,16 +234,20 @@ inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std:
 
 // A corpus encoded once for one vocabulary, label set and bucketing: word
 // ids, labels, singleton flags and each sentence's length x length bucket
-// corner, stored flat. Batching it is then copies only (no hashing, no tree
-// walks): the form to use in a training loop, where every sentence is
-// batched once per epoch. Produces exactly what the TaggedSentence overload
-// of make_token_batch does (pinned by a test).
+// corners (one per tree view, view after view), stored flat. Batching it is
+// then copies only (no hashing, no tree walks): the form to use in a
+// training loop, where every sentence is batched once per epoch. Produces
+// exactly what the TaggedSentence overload of make_token_batch does (pinned
+// by a test), for any number of views.
 class EncodedCorpus {
  public:
   EncodedCorpus() = default;
   EncodedCorpus(const std::vector<TaggedSentence>& sentences, const Vocabulary& vocab, const LabelSet& labels,
                 const Bucketing* bucketing) {
+    const char* fn = "EncodedCorpus";
+    detail::check_bucketing(fn, bucketing);
     if (bucketing) bucketing_.emplace(*bucketing);
+    if (!sentences.empty()) views_ = sentences.front().views();
     word_offset_.reserve(sentences.size() + 1);
     bucket_offset_.reserve(sentences.size() + 1);
     word_offset_.push_back(0);
@@ -211,8 +255,9 @@ class EncodedCorpus {
     TokenBatch scratch;
     for (std::size_t i = 0; i < sentences.size(); ++i) {
       const TaggedSentence& s = sentences[i];
-      const std::vector<std::size_t> one{i};
-      detail::check_token_batch_inputs(sentences, one, bucketing);
+      const std::string where = "sentences[" + std::to_string(i) + "]";
+      detail::check_batchable(fn, s, where);
+      detail::check_same_views(fn, s, where, sentences.front(), "sentences[0]");
       for (int j = 0; j < s.size(); ++j) {
         const int id = vocab.id(s.forms[static_cast<std::size_t>(j)]);
         ids_.push_back(id);
@@ -222,12 +267,7 @@ class EncodedCorpus {
         ignored_ += label == LabelSet::kIgnore ? 1 : 0;
       }
       word_offset_.push_back(ids_.size());
-      if (bucketing) {
-        const Index len = s.size();
-        RowMajorMatrix<std::int8_t> corner(len, len);
-        detail::sentence_buckets(s.tree, *bucketing, scratch, corner);
-        buckets_.insert(buckets_.end(), corner.data(), corner.data() + corner.size());
-      }
+      if (bucketing) add_corners(s, *bucketing, scratch);
       bucket_offset_.push_back(buckets_.size());
     }
   }
@@ -242,8 +282,22 @@ class EncodedCorpus {
   // Words whose label is outside the label set.
   std::size_t ignored() const noexcept { return ignored_; }
   const Bucketing* bucketing() const noexcept { return bucketing_ ? &*bucketing_ : nullptr; }
+  // Tree views of every sentence (1 for an empty corpus).
+  int views() const noexcept { return views_; }
 
  private:
+  // Appends the length x length corner of each of `s`'s views, bucketed in
+  // place in buckets_ (no corner copied).
+  void add_corners(const TaggedSentence& s, const Bucketing& bucketing, TokenBatch& scratch) {
+    const Index len = s.size();
+    for (int v = 0; v < s.views(); ++v) {
+      const std::size_t at = buckets_.size();
+      buckets_.resize(at + static_cast<std::size_t>(len * len));
+      Eigen::Map<RowMajorMatrix<std::int8_t>> corner(buckets_.data() + at, len, len);
+      detail::sentence_buckets(s.view_tree(v), bucketing, scratch, corner);
+    }
+  }
+
   friend void make_token_batch(const EncodedCorpus&, const std::vector<std::size_t>&, const WordDropout&,
                                TokenBatch&);
   std::vector<std::int32_t> ids_, labels_;
@@ -252,6 +306,7 @@ class EncodedCorpus {
   std::vector<std::size_t> word_offset_, bucket_offset_;
   std::optional<Bucketing> bucketing_;
   std::size_t ignored_ = 0;
+  int views_ = 1;
 };
 
 // The batch of corpus sentences indices[0], indices[1], ... with the
@@ -269,7 +324,8 @@ inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std:
   }
   const Index batch = static_cast<Index>(indices.size());
   const bool bucketed = corpus.bucketing_.has_value();
-  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketed);
+  const int views = corpus.views_;
+  detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketed, views);
   for (Index b = 0; b < batch; ++b) {
     const std::size_t index = indices[static_cast<std::size_t>(b)];
     const std::size_t first = corpus.word_offset_[index];
@@ -291,9 +347,10 @@ inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std:
     }
     if (!bucketed) continue;
     const std::int8_t* src = corpus.buckets_.data() + corpus.bucket_offset_[index];
-    for (int r = 0; r < len; ++r)
-      std::copy(src + static_cast<std::ptrdiff_t>(r) * len, src + static_cast<std::ptrdiff_t>(r + 1) * len,
-                out.buckets.row(b * n + r).data());
+    for (int v = 0; v < views; ++v, src += static_cast<std::ptrdiff_t>(len) * len)
+      for (int r = 0; r < len; ++r)
+        std::copy(src + static_cast<std::ptrdiff_t>(r) * len, src + static_cast<std::ptrdiff_t>(r + 1) * len,
+                  out.buckets.row((v * batch + b) * n + r).data());
   }
 }
 

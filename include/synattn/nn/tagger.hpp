@@ -17,7 +17,9 @@
 // A batch is `batch` sequences padded to n positions: token ids and labels
 // are flat (batch * n) vectors in row-major (batch, n) order; lengths has one
 // entry per sequence; buckets is the (batch * n, n) int8 block from
-// synattn::bucketize (-1 masked), and may be empty when no layer is biased.
+// synattn::bucketize (-1 masked), and may be empty when no layer is biased;
+// with tree fusion (bias.fusion.views = V > 1) it stacks V such blocks,
+// (V * batch * n, n), as data/token_batch.hpp makes them.
 //
 // Training step:
 //   model.zero_grad();
@@ -259,9 +261,14 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
   c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
   require_model(fn);
   const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
-  if (s_.encoder.any_biased() && (buckets.rows() != tokens.size() || buckets.cols() != n))
+  // Tree fusion stacks V views of the (batch * n, n) block (TokenBatch::views()); the layers check each view.
+  const Index views = s_.options.bias.fusion.views;
+  if (s_.encoder.any_biased() && (buckets.rows() != views * tokens.size() || buckets.cols() != n))
     throw Error(std::string(fn) + ": buckets is " + shape_text(buckets.rows(), buckets.cols()) + ", expected " +
-                shape_text(tokens.size(), n) + " (batch * n, n) since some layers have the syntax bias");
+                shape_text(views * tokens.size(), n) +
+                (views > 1 ? " (views * batch * n, n) for " + std::to_string(views) + " tree views"
+                           : std::string(" (batch * n, n)")) +
+                " since some layers have the syntax bias");
   // One pass over the flat buffer (the attention layers check only their
   // own): a NaN weight anywhere is named here, before it reaches a loss.
   const bool check_finite = s_.options.attention.check_finite;
