@@ -2,6 +2,8 @@
 // bundled under tests/golden/mha/ and, when SYNATTN_GOLDEN_DIR is set, every case
 // under it. double agrees to 1e-10 and float to 1e-4, per array, as
 // max|got - want| <= tol * max|want| (dbk: max|got| <= tol * max|dWk|).
+// A tree-fusion case (config.json "views" > 1) has V bucket blocks and
+// view_logits; a case without the fusion keys has one tree.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
@@ -37,8 +39,9 @@ const std::vector<std::string> kParams = {"Wq", "bq", "Wk", "bk", "Wv", "bv", "W
 struct GoldenCase {
   std::string name;
   AttentionOptions options;
+  std::vector<std::string> params;  // kParams, then view_logits with fusion
   std::vector<int> lengths;
-  BucketBlock buckets;
+  BucketBlock buckets;                    // (views * batch * n, n): view v's block, then view v + 1's
   std::map<std::string, MatrixD> arrays;  // every real array, as (prod leading, last)
   std::vector<std::string> expected;      // arrays to compare
   int batch = 0, n = 0;
@@ -78,6 +81,15 @@ GoldenCase load_case(const fs::path& dir) {
     o.causal = cfg.at("causal").get<bool>();
     o.bias.scale_learnable = cfg.at("scale_learnable").get<bool>();
     o.bias.table_learnable = cfg.contains("table_learnable") ? cfg.at("table_learnable").get<bool>() : true;
+    // Tree fusion; a case without the keys (made before fusion) has one tree.
+    const auto flag = [&](const char* key) { return cfg.contains(key) && cfg.at(key).get<bool>(); };
+    o.bias.fusion.views = cfg.contains("views") ? integer("views") : 1;
+    o.bias.fusion.shared_table = flag("shared_table");
+    o.bias.fusion.per_head_weights = flag("per_head_weights");
+    const int views = o.bias.fusion.views;
+    if (views < 1) throw std::runtime_error("config.json: views " + std::to_string(views) + " is not >= 1");
+    gc.params = kParams;
+    if (views > 1) gc.params.push_back("view_logits");
 
     auto load = [&](const std::string& array, Eigen::Index rows, Eigen::Index cols) {
       const fs::path file = dir / (array + ".npy");
@@ -89,16 +101,19 @@ GoldenCase load_case(const fs::path& dir) {
       gc.arrays[array] = a;
     };
     const Eigen::Index B = gc.batch, n = gc.n, hk = Eigen::Index(h) * o.key_size, hv = Eigen::Index(h) * o.value_size;
-    const Eigen::Index trows = o.bias.per_head ? h : 1;
-    const std::map<std::string, std::pair<Eigen::Index, Eigen::Index>> shapes = {
+    // The (V?, h?, nb) table and (h?, V) view logits as the layer's matrices: C order flattened.
+    const Eigen::Index trows = Eigen::Index(o.bias.fusion.table_views()) * (o.bias.per_head ? h : 1);
+    std::map<std::string, std::pair<Eigen::Index, Eigen::Index>> shapes = {
         {"x", {B * n, d}}, {"G", {B * n, d}}, {"out", {B * n, d}}, {"dx", {B * n, d}},     {"probs", {B * h * n, n}},
         {"Wq", {hk, d}},   {"Wk", {hk, d}},   {"Wv", {hv, d}},     {"Wo", {d, hv}},        {"bq", {1, hk}},
         {"bk", {1, hk}},   {"bv", {1, hv}},   {"bo", {1, d}},      {"table", {trows, nb}}, {"scale", {1, 1}}};
+    shapes["view_logits"] = {o.bias.fusion.per_head_weights ? h : 1, views};  // read only with fusion
     gc.expected = {"out", "probs", "dx", "dWq", "dbq", "dWk", "dbk", "dWv", "dbv", "dWo", "dbo"};
     if (o.bias.table_learnable) gc.expected.push_back("dtable");
     if (o.bias.scale_learnable) gc.expected.push_back("dscale");
+    if (views > 1) gc.expected.push_back("dview_logits");
     for (const auto& a : {"x", "G"}) load(a, shapes.at(a).first, shapes.at(a).second);
-    for (const auto& p : kParams) load(p, shapes.at(p).first, shapes.at(p).second);
+    for (const auto& p : gc.params) load(p, shapes.at(p).first, shapes.at(p).second);
     for (const auto& e : gc.expected) {
       const std::string base = e == "out" || e == "probs" ? e : e.substr(1);
       load(e, shapes.at(base).first, shapes.at(base).second);
@@ -114,8 +129,11 @@ GoldenCase load_case(const fs::path& dir) {
     const fs::path buckets_file = dir / "buckets.npy";
     if (!fs::exists(buckets_file)) throw std::runtime_error("missing array buckets.npy");
     gc.buckets = synattn::read_npy(buckets_file.string()).to_matrix<std::int8_t>();
-    if (gc.buckets.rows() != B * n || gc.buckets.cols() != n)
-      throw std::runtime_error("buckets.npy has the wrong shape");
+    if (gc.buckets.rows() != views * B * n || gc.buckets.cols() != n)
+      throw std::runtime_error("buckets.npy has the wrong shape " + std::to_string(gc.buckets.rows()) + "x" +
+                               std::to_string(gc.buckets.cols()) + " (as a matrix), expected " +
+                               std::to_string(views * B * n) + "x" + std::to_string(n) + " for " +
+                               std::to_string(views) + " view(s)");
   } catch (const std::exception& e) {
     throw std::runtime_error("golden case '" + gc.name + "' (" + dir.string() + "): " + e.what());
   }
@@ -141,7 +159,7 @@ template <class Scalar>
 void check_case(const GoldenCase& gc, double tol) {
   using Matrix = RowMajorMatrix<Scalar>;
   SyntaxBiasedAttention<Scalar> layer(gc.options);
-  for (const auto& p : kParams) layer.set_parameter(p, gc.arrays.at(p).cast<Scalar>());
+  for (const auto& p : gc.params) layer.set_parameter(p, gc.arrays.at(p).cast<Scalar>());
   typename SyntaxBiasedAttention<Scalar>::Cache cache;
   const Matrix x = gc.arrays.at("x").cast<Scalar>();
   const Matrix out = synattn_test::forward_value(layer, {x, gc.lengths, gc.buckets}, cache);
@@ -151,7 +169,7 @@ void check_case(const GoldenCase& gc, double tol) {
   got["out"] = out.template cast<double>();
   got["probs"] = cache.probabilities().template cast<double>();
   got["dx"] = dx.template cast<double>();
-  for (const auto& p : kParams) got["d" + p] = layer.gradient(p).template cast<double>();
+  for (const auto& p : gc.params) got["d" + p] = layer.gradient(p).template cast<double>();
 
   for (const auto& name : gc.expected) {
     const MatrixD& want = gc.arrays.at(name);
@@ -200,8 +218,8 @@ TEST_CASE("attention matches every bundled golden case in double and float", "[a
   const auto dirs = case_dirs(root);
   std::vector<std::string> names;
   for (const auto& d : dirs) names.push_back(d.filename().string());
-  // The five public cases must all be there: a vanished case must not pass silently.
-  for (const char* want : {"tiny", "padded", "perhead_log", "causal", "directed"}) {
+  // The public cases must all be there: a vanished case must not pass silently.
+  for (const char* want : {"tiny", "padded", "perhead_log", "causal", "directed", "fused", "fused_perhead"}) {
     INFO("missing bundled golden case " << want);
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }
@@ -247,5 +265,26 @@ TEST_CASE("a golden case with missing or malformed arrays fails with the case na
   SECTION("config without a required key") {
     std::ofstream(tmp / "config.json", std::ios::trunc) << R"({"batch": 1, "length": 5})";
     CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("d_model"));
+  }
+}
+
+TEST_CASE("a fused golden case without its views fails with the case name", "[attention][golden]") {
+  const fs::path fused = fs::path(synattn_test::golden_path("mha/fused/config.json")).parent_path();
+  const synattn_test::TempDir scratch("synattn_golden_broken_fused_case");
+  const fs::path tmp = scratch.path();
+  for (const auto& entry : fs::directory_iterator(fused)) fs::copy_file(entry.path(), tmp / entry.path().filename());
+  const GoldenCase gc = load_case(tmp);
+  CHECK(gc.options.bias.fusion.views == 3);
+  CHECK(gc.buckets.rows() == 3 * gc.batch * gc.n);
+  const std::string name = tmp.filename().string();
+
+  SECTION("missing view logits") {
+    fs::remove(tmp / "view_logits.npy");
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("view_logits.npy"));
+  }
+  SECTION("buckets of one view") {
+    // dist.npy is (batch, n, n) int64: a bucket file of an unfused case.
+    fs::copy_file(tmp / "dist.npy", tmp / "buckets.npy", fs::copy_options::overwrite_existing);
+    CHECK_THROWS_WITH(load_case(tmp), Catch::Contains(name) && Catch::Contains("buckets.npy has the wrong shape"));
   }
 }

@@ -362,7 +362,7 @@ TEST_CASE("the writer switches to version 2.0 only when the header needs it", "[
 }
 
 TEST_CASE("every golden array reads with the shape and dtype config.json lists", "[io][npy][golden]") {
-  const std::string name = GENERATE("tiny", "padded", "perhead_log", "causal", "directed");
+  const std::string name = GENERATE("tiny", "padded", "perhead_log", "causal", "directed", "fused", "fused_perhead");
   const std::string dir = "mha/" + name + "/";
   const nlohmann::json config = synattn_test::read_json_file(synattn_test::golden_path(dir + "config.json"));
   const auto& shapes = config.at("shapes");

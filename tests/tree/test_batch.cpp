@@ -47,6 +47,14 @@ struct NpyInt64 {
   std::int64_t at(long long b, long long i, long long j) const {
     return data[static_cast<std::size_t>((b * shape[1] + i) * shape[2] + j)];
   }
+  // View v's (b, i, j) of a fused case's (views, ...) array; an unfused case's array is view 0.
+  std::int64_t view(long long v, long long b, long long i) const {
+    return shape.size() == 3 ? data[static_cast<std::size_t>((v * shape[1] + b) * shape[2] + i)] : at(b, i);
+  }
+  std::int64_t view(long long v, long long b, long long i, long long j) const {
+    if (shape.size() == 3) return at(b, i, j);
+    return data[static_cast<std::size_t>(((v * shape[1] + b) * shape[2] + i) * shape[3] + j)];
+  }
 };
 
 NpyInt64 read_npy_int64(const std::string& path) {
@@ -239,12 +247,15 @@ TEST_CASE("batches of the golden trees reproduce the golden dist, up/down and bu
   struct Case {
     const char* name;
     Bucketing bucketing;
+    int views;  // tree fusion: heads_views, buckets (and up/down) have a leading view axis
   };
-  const std::vector<Case> cases{{"tiny", Bucketing::linear(3)},
-                                {"padded", Bucketing::linear(10)},
-                                {"perhead_log", Bucketing::log(8, 32, 4)},
-                                {"causal", Bucketing::linear(5)},
-                                {"directed", Bucketing::directed(3)}};
+  const std::vector<Case> cases{{"tiny", Bucketing::linear(3), 1},
+                                {"padded", Bucketing::linear(10), 1},
+                                {"perhead_log", Bucketing::log(8, 32, 4), 1},
+                                {"causal", Bucketing::linear(5), 1},
+                                {"directed", Bucketing::directed(3), 1},
+                                {"fused", Bucketing::linear(4), 3},
+                                {"fused_perhead", Bucketing::directed(2), 2}};
   for (const auto& c : cases) {
     CAPTURE(c.name);
     const std::string dir = std::string("mha/") + c.name + "/";
@@ -252,40 +263,52 @@ TEST_CASE("batches of the golden trees reproduce the golden dist, up/down and bu
     const auto lengths = read_npy_int64(synattn_test::golden_path(dir + "lengths.npy"));
     const auto dist = read_npy_int64(synattn_test::golden_path(dir + "dist.npy"));
     const auto buckets = read_npy_int64(synattn_test::golden_path(dir + "buckets.npy"));
+    const NpyInt64 views_file =
+        c.views > 1 ? read_npy_int64(synattn_test::golden_path(dir + "heads_views.npy")) : NpyInt64{};
+    const NpyInt64& heads_views = c.views > 1 ? views_file : heads;
     const long long batch = heads.shape[0], n = heads.shape[1];
-    std::vector<DependencyTree> trees;
-    for (long long b = 0; b < batch; ++b) {
-      std::vector<int> h;
-      for (long long i = 0; i < lengths.data[static_cast<std::size_t>(b)]; ++i) h.push_back(static_cast<int>(heads.at(b, i)));
-      for (long long i = static_cast<long long>(h.size()); i < n; ++i) REQUIRE(heads.at(b, i) == -2);
-      trees.emplace_back(h);
-    }
-    RowMajorMatrix<std::int32_t> block(batch * n, n);
-    const auto got_lengths = batch_distances<std::int32_t>(trees, block);
-    RowMajorMatrix<std::int16_t> got_buckets(batch * n, n);
-    if (c.bucketing.kind() == BucketKind::Directed) {
-      const auto up = read_npy_int64(synattn_test::golden_path(dir + "up.npy"));
-      const auto down = read_npy_int64(synattn_test::golden_path(dir + "down.npy"));
-      RowMajorMatrix<std::int8_t> u(batch * n, n), d(batch * n, n);
-      batch_directed_distances<std::int8_t>(trees, u, d);
-      for (long long b = 0; b < batch; ++b)
+    REQUIRE(buckets.shape.size() == (c.views > 1 ? 4u : 3u));
+    for (int v = 0; v < c.views; ++v) {
+      CAPTURE(v);
+      std::vector<DependencyTree> trees;
+      for (long long b = 0; b < batch; ++b) {
+        std::vector<int> h;
+        for (long long i = 0; i < lengths.data[static_cast<std::size_t>(b)]; ++i)
+          h.push_back(static_cast<int>(heads_views.view(v, b, i)));
+        for (long long i = static_cast<long long>(h.size()); i < n; ++i) REQUIRE(heads_views.view(v, b, i) == -2);
+        trees.emplace_back(h);
+      }
+      // View 0 is the gold tree, whose heads and distances heads_array and dist hold.
+      if (v == 0)
+        for (long long b = 0; b < batch; ++b)
+          for (long long i = 0; i < n; ++i) REQUIRE(heads_views.view(0, b, i) == heads.at(b, i));
+      RowMajorMatrix<std::int32_t> block(batch * n, n);
+      const auto got_lengths = batch_distances<std::int32_t>(trees, block);
+      RowMajorMatrix<std::int16_t> got_buckets(batch * n, n);
+      if (c.bucketing.kind() == BucketKind::Directed) {
+        const auto up = read_npy_int64(synattn_test::golden_path(dir + "up.npy"));
+        const auto down = read_npy_int64(synattn_test::golden_path(dir + "down.npy"));
+        RowMajorMatrix<std::int8_t> u(batch * n, n), d(batch * n, n);
+        batch_directed_distances<std::int8_t>(trees, u, d);
+        for (long long b = 0; b < batch; ++b)
+          for (long long i = 0; i < n; ++i)
+            for (long long j = 0; j < n; ++j) {
+              REQUIRE(+u(b * n + i, j) == up.view(v, b, i, j));
+              REQUIRE(+d(b * n + i, j) == down.view(v, b, i, j));
+            }
+        bucketize_directed<std::int8_t, std::int16_t>(c.bucketing, u, d, got_buckets);
+      } else {
+        bucketize<std::int32_t, std::int16_t>(c.bucketing, block, got_buckets);
+      }
+      for (long long b = 0; b < batch; ++b) {
+        REQUIRE(got_lengths[static_cast<std::size_t>(b)] == lengths.data[static_cast<std::size_t>(b)]);
         for (long long i = 0; i < n; ++i)
           for (long long j = 0; j < n; ++j) {
-            REQUIRE(+u(b * n + i, j) == up.at(b, i, j));
-            REQUIRE(+d(b * n + i, j) == down.at(b, i, j));
+            CAPTURE(b, i, j);
+            if (v == 0) REQUIRE(block(b * n + i, j) == dist.at(b, i, j));
+            REQUIRE(got_buckets(b * n + i, j) == buckets.view(v, b, i, j));
           }
-      bucketize_directed<std::int8_t, std::int16_t>(c.bucketing, u, d, got_buckets);
-    } else {
-      bucketize<std::int32_t, std::int16_t>(c.bucketing, block, got_buckets);
-    }
-    for (long long b = 0; b < batch; ++b) {
-      REQUIRE(got_lengths[static_cast<std::size_t>(b)] == lengths.data[static_cast<std::size_t>(b)]);
-      for (long long i = 0; i < n; ++i)
-        for (long long j = 0; j < n; ++j) {
-          CAPTURE(b, i, j);
-          REQUIRE(block(b * n + i, j) == dist.at(b, i, j));
-          REQUIRE(got_buckets(b * n + i, j) == buckets.at(b, i, j));
-        }
+      }
     }
   }
 }
