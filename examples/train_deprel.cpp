@@ -84,7 +84,8 @@ constexpr std::uint64_t kModelDropoutSite = 101;
 constexpr double kLearningRate = 1e-3;
 constexpr long kWarmupSteps = 50;
 
-synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int vocab, int classes, int seed) {
+// `views`: the tree views of the data (fusion variant: one table per view).
+synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int vocab, int classes, int seed, int views) {
   synattn::nn::TaggerOptions o;
   o.vocab_size = vocab;
   o.num_classes = classes;
@@ -112,6 +113,7 @@ synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int voc
   o.bias.table_learnable = v.table_learnable;
   o.bias.scale = 1.0;
   o.bias.scale_learnable = true;
+  o.bias.fusion.views = v.fusion ? views : 1;  // a table per view, one weight vector per layer
   return o;
 }
 
@@ -149,6 +151,19 @@ std::vector<std::vector<double>> learned_bias(Model& model) {
     for (Eigen::Index r = 0; r < table.rows(); ++r)
       for (Eigen::Index b = 0; b < table.cols(); ++b) v.push_back(s * static_cast<double>(table(r, b)));
     out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// Tree fusion: the learned view weights w = softmax(logits) of every fused
+// layer, (weight rows, views) row-major; empty without fusion.
+std::vector<std::vector<double>> learned_view_weights(Model& model) {
+  std::vector<std::vector<double>> out;
+  for (int l = 0; l < model.options().layers; ++l) {
+    auto& attention = model.attention(l);
+    if (!attention.has_syntax_bias() || attention.options().bias.fusion.views == 1) continue;
+    const auto w = attention.view_weights();
+    out.emplace_back(w.data(), w.data() + w.size());
   }
   return out;
 }
@@ -207,9 +222,13 @@ RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, 
   RunData d;
   d.subset_index = synattn::select_training_subset(data.train, static_cast<std::size_t>(run.train_size), kMaxWords,
                                                    config.data_seed);
+  // The fusion variant reads every tree view; the others the first alone.
+  const bool views = run.variant.fusion;
+  const std::vector<synattn::TaggedSentence>& train = views ? data.trees.train_views : data.train;
+  const std::vector<synattn::TaggedSentence>& dev = views ? data.trees.dev_views : data.dev;
   std::vector<synattn::TaggedSentence> subset;
   subset.reserve(d.subset_index.size());
-  for (std::size_t i : d.subset_index) subset.push_back(data.train[i]);
+  for (std::size_t i : d.subset_index) subset.push_back(train[i]);
   if (subset.empty())
     throw synattn::Error(config.train_path + ": none of the " + std::to_string(run.train_size) +
                          " sentences drawn has at most " + std::to_string(kMaxWords) + " words");
@@ -217,9 +236,9 @@ RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, 
   d.vocab = synattn::Vocabulary::build(subset, nullptr);
   const synattn::Bucketing* bucketing = run.variant.bucketing ? &*run.variant.bucketing : nullptr;
   d.train = synattn::EncodedCorpus(subset, d.vocab, data.labels, bucketing);
-  d.dev = synattn::EncodedCorpus(data.dev, d.vocab, data.labels, bucketing);
+  d.dev = synattn::EncodedCorpus(dev, d.vocab, data.labels, bucketing);
   d.train_lengths = synattn::sentence_lengths(subset);
-  d.dev_lengths = synattn::sentence_lengths(data.dev);
+  d.dev_lengths = synattn::sentence_lengths(dev);
   if (config.train_tree_noise > 0) d.subset = std::move(subset);
   return d;
 }
@@ -318,7 +337,7 @@ train_deprel::RunResult describe_run(const train_deprel::RunSpec& run, const Run
   result.seed = run.seed;
   result.bias_lr_mult = run.bias_lr_mult;
   result.table_init = train_deprel::table_init_name(v.table_init);
-  result.bias_rows = v.per_head ? model.options().heads : 1;
+  result.bias_rows = (v.per_head ? model.options().heads : 1) * (v.fusion ? d.train.views() : 1);  // table rows
   result.bucket_labels = v.bucket_labels();
   result.processes = team.size();
   return result;
@@ -406,6 +425,7 @@ bool record_dev_accuracy(train_deprel::RunResult& result, double accuracy, int e
     result.best_dev_accuracy = accuracy;
     result.best_epoch = epoch + 1;
     result.learned_bias = learned_bias(model);
+    result.view_weights = learned_view_weights(model);
     since_best = 0;
     return false;
   }
@@ -441,6 +461,11 @@ void describe_trees(train_deprel::RunResult& result, const train_deprel::Config&
   result.train_tree_uas = train_deprel::subset_uas(data.trees, d.subset_index, used);
   result.dev_tree_uas = data.trees.dev_uas;
   result.dev_trees_label_accuracy = data.trees.dev_trees_label_accuracy;
+  if (d.train.views() > 1) {
+    result.views = d.train.views();
+    result.view_trees = config.train_view_trees;
+    result.dev_view_uas = data.trees.dev_view_uas;
+  }
 }
 
 // One run: its data, its model, the team's handshake, then epochs of steps,
@@ -451,7 +476,8 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   const auto t0 = Clock::now();
   const train_deprel::Config& config = *ctx.config;
   RunData d = prepare_run_data(run, data, config);
-  Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed), run.bias_lr_mult, run.seed);
+  Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed, d.train.views()), run.bias_lr_mult,
+            run.seed);
   join_team(run, data, d, t.model, *ctx.config, team, t.gradients);
   train_deprel::RunResult result = describe_run(run, d, t.model, team);
   describe_trees(result, config, data, d);
@@ -504,9 +530,11 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   train_deprel::check_corpora(config, data.train, data.dev);
   data.labels = synattn::LabelSet::build(data.train);
   data.trees = train_deprel::apply_tree_sources(config, data.train, data.dev, data.labels);
-  if (team.size() > 1) {
-    data.train_checksum = train_deprel::corpus_checksum(data.train).hex();
-    data.dev_checksum = train_deprel::corpus_checksum(data.dev).hex();
+  train_deprel::apply_view_trees(config, data.train, data.dev, data.trees);
+  if (team.size() > 1) {  // with tree views, the corpora that hold them all
+    const bool views = !data.trees.train_views.empty();
+    data.train_checksum = train_deprel::corpus_checksum(views ? data.trees.train_views : data.train).hex();
+    data.dev_checksum = train_deprel::corpus_checksum(views ? data.trees.dev_views : data.dev).hex();
   }
   log << "train " << config.train_path << ": " << data.train.size() << " sentences, " << data.labels.size()
       << " relations; dev " << config.dev_path << ": " << data.dev.size() << " sentences ("
@@ -514,6 +542,9 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
 
   if (!config.gold_trees())
     log << "trees: " << config.trees_label() << "; dev trees UAS " << data.trees.dev_uas << "%\n";
+  for (std::size_t v = 1; v < data.trees.dev_view_uas.size(); ++v)
+    log << "tree view " << v << ": " << config.train_view_trees[v - 1] << " / " << config.dev_view_trees[v - 1]
+        << "; dev UAS " << data.trees.dev_view_uas[v] << "%\n";
   train_deprel::Progress progress(log, team.root() && train_deprel::Progress().interactive());
   std::vector<train_deprel::RunResult> results;
   const auto runs = config.runs();

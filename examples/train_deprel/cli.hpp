@@ -25,6 +25,7 @@
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_CLI_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_CLI_HPP
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -36,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include <synattn/bias/bias_table.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/data/batching.hpp>
 #include <synattn/error.hpp>
@@ -64,6 +66,7 @@ struct Variant {
   bool per_head = false;                      // one table per head, else one per layer
   TableInit table_init = TableInit::Zero;
   bool table_learnable = true;                // "fixed": the table is frozen, s still learns
+  bool fusion = false;  // "fusion": one table per tree view (--train-view-trees), w = softmax(logits) per layer
 
   int num_buckets() const { return bucketing ? bucketing->num_buckets() : 0; }
 
@@ -92,8 +95,8 @@ struct Variant {
 };
 
 inline const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names{"none",     "fixed",    "shared",
-                                              "per-head", "directed", "shared-decay"};
+  static const std::vector<std::string> names{"none",     "fixed",        "shared", "per-head",
+                                              "directed", "shared-decay", "fusion"};
   return names;
 }
 
@@ -114,6 +117,8 @@ inline Variant variant_by_name(const std::string& name) {
     v.bucketing = synattn::Bucketing::directed(4);
   } else if (name == "shared-decay") {
     v.table_init = TableInit::Decay;
+  } else if (name == "fusion") {
+    v.fusion = true;  // "shared" per view: linear clamp 10, one row per layer and view
   } else {
     std::string known;
     for (const auto& n : variant_names()) known += (known.empty() ? "" : ", ") + n;
@@ -173,6 +178,11 @@ struct Config {
   std::uint64_t tree_noise_seed = 1;  // --tree-noise-seed: the corruption's seed (both kinds)
   double train_tree_noise = 0.0;      // --train-tree-noise: training trees corrupted afresh each epoch
   std::string trees_name;             // --trees-name; empty: trees_label()
+  // Tree fusion: the trees of views 1.. (view 0: the trees above), one file
+  // each for train and dev, read by the fusion variant only.
+  std::vector<std::string> train_view_trees, dev_view_trees;
+
+  int tree_views() const { return 1 + static_cast<int>(train_view_trees.size()); }
 
   bool gold_trees() const { return train_trees_path.empty() && dev_trees_path.empty() && tree_noise == 0.0 &&
                                    train_tree_noise == 0.0; }
@@ -234,7 +244,8 @@ inline const char* usage() {
          "                    [--json FILE] [--out DIR] [--full] [--report FILE]\n"
          "                    [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]\n"
          "                    [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]\n"
-         "                    [--train-tree-noise Q] [--trees-name NAME] [--help]\n"
+         "                    [--train-tree-noise Q] [--trees-name NAME]\n"
+         "                    [--train-view-trees LIST --dev-view-trees LIST] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -242,7 +253,8 @@ inline const char* usage() {
          "  --train FILE        training CoNLL-U (default: the repository's EWT train)\n"
          "  --dev FILE          development CoNLL-U (default: the repository's EWT dev)\n"
          "  --train-size N      sentences drawn from the training file (comma list allowed; default 500)\n"
-         "  --variants LIST     comma list of none, fixed, shared, per-head, directed, shared-decay\n"
+         "  --variants LIST     comma list of none, fixed, shared, per-head, directed, shared-decay,\n"
+         "                      fusion (needs --train-view-trees)\n"
          "                      (default none,fixed,shared)\n"
          "  --seeds LIST        comma list of model seeds, e.g. 1,2,3 (default 1)\n"
          "  --epochs E          most epochs (default by N: 60 at N<=500, 20 at N<=2000, else 6)\n"
@@ -272,6 +284,10 @@ inline const char* usage() {
          "                      (a regulariser); dev trees stay as given\n"
          "  --trees-name NAME   this tree condition's name in tables and JSON (default: gold, or the\n"
          "                      sources and noise settings)\n"
+         "  --train-view-trees LIST  comma list of CoNLL-U files, one per further tree view of the\n"
+         "                      training sentences (matched like --train-trees), read by the fusion\n"
+         "                      variant: its bias fuses these trees with the first ones\n"
+         "  --dev-view-trees LIST  the same for --dev, as many files, in the same order\n"
          "  --help              this text\n"
          "\n"
          "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
@@ -327,6 +343,31 @@ inline std::vector<std::string> split_list(const std::string& flag, const std::s
   }
 }
 
+// The view-tree flags come as a pair of equal-length lists, and go with the
+// fusion variant: views without it would be read by nothing, fusion without
+// views has nothing to fuse. The tree noise corrupts one tree per sentence,
+// which is not defined for several.
+inline void check_tree_views(const Config& c) {
+  if (c.train_view_trees.size() != c.dev_view_trees.size())
+    throw CliError("--train-view-trees has " + std::to_string(c.train_view_trees.size()) +
+                   " files but --dev-view-trees " + std::to_string(c.dev_view_trees.size()) +
+                   "; give one train and one dev file per tree view");
+  const bool fusion = std::find(c.variants.begin(), c.variants.end(), "fusion") != c.variants.end();
+  if (fusion && c.train_view_trees.empty())
+    throw CliError(
+        "--variants fusion fuses several trees per sentence: give the further views with "
+        "--train-view-trees and --dev-view-trees");
+  if (!fusion && !c.train_view_trees.empty())
+    throw CliError(
+        "--train-view-trees and --dev-view-trees are read by the fusion variant only; add fusion to "
+        "--variants");
+  if (c.tree_views() > synattn::kMaxTreeViews)
+    throw CliError("--train-view-trees: at most " + std::to_string(synattn::kMaxTreeViews - 1) +
+                   " further views, got " + std::to_string(c.train_view_trees.size()));
+  if (fusion && (c.tree_noise > 0 || c.train_tree_noise > 0))
+    throw CliError("--tree-noise and --train-tree-noise corrupt one tree per sentence; the fusion variant reads " +
+                   std::to_string(c.tree_views()) + " (run it without tree noise)");
+}
 }  // namespace detail
 
 // Parses argv (argv[0] is the program). Throws CliError on a bad command
@@ -348,12 +389,28 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.overlap = false;
       continue;
     }
-    static const char* const kValued[] = {"--train",   "--dev",    "--train-size",   "--variants",
-                                          "--seeds",   "--epochs", "--patience",     "--bias-lr-mult",
-                                          "--threads", "--json",   "--out",          "--report",
-                                          "--save-checkpoint", "--mpi-timeout", "--train-trees",
-                                          "--dev-trees", "--tree-noise", "--tree-noise-seed", "--train-tree-noise",
-                                          "--trees-name"};
+    static const char* const kValued[] = {"--train",
+                                          "--dev",
+                                          "--train-size",
+                                          "--variants",
+                                          "--seeds",
+                                          "--epochs",
+                                          "--patience",
+                                          "--bias-lr-mult",
+                                          "--threads",
+                                          "--json",
+                                          "--out",
+                                          "--report",
+                                          "--save-checkpoint",
+                                          "--mpi-timeout",
+                                          "--train-trees",
+                                          "--dev-trees",
+                                          "--tree-noise",
+                                          "--tree-noise-seed",
+                                          "--train-tree-noise",
+                                          "--trees-name",
+                                          "--train-view-trees",
+                                          "--dev-view-trees"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -409,13 +466,19 @@ inline Config parse_cli(int argc, const char* const* argv) {
     } else if (flag == "--trees-name") {
       if (value.empty()) throw CliError(flag + ": the name is empty");
       c.trees_name = value;
+    } else if (flag == "--train-view-trees") {
+      c.train_view_trees = detail::split_list(flag, value);
+    } else if (flag == "--dev-view-trees") {
+      c.dev_view_trees = detail::split_list(flag, value);
     }
   }
+  detail::check_tree_views(c);
   if (c.full) {
     if (have_sizes || have_variants || have_seeds || have_mult)
       throw CliError("--full sets --train-size, --variants, --seeds and --bias-lr-mult; do not give them too");
     c.train_sizes = {500, 2000, 8000};
     c.variants = variant_names();
+    c.variants.pop_back();  // not fusion, which needs view trees
     c.seeds = {1, 2, 3};
     c.bias_lr_mults = {10.0, 1.0};
   }

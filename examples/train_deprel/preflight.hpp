@@ -119,7 +119,8 @@ inline void check_corpora(const Config& c, const std::vector<synattn::TaggedSent
 }
 
 // A checksum of what training sees of `sentences`, in order: each word's
-// lower-cased form, head and base relation (not sentence ids, comments or
+// lower-cased form, head and base relation, and the heads of further tree
+// views (not sentence ids, comments or
 // line numbers, which change nothing that is trained).
 inline synattn::mpi::Checksum corpus_checksum(const std::vector<synattn::TaggedSentence>& sentences) {
   synattn::mpi::Checksum sum;
@@ -127,6 +128,9 @@ inline synattn::mpi::Checksum corpus_checksum(const std::vector<synattn::TaggedS
   for (const synattn::TaggedSentence& s : sentences) {
     sum.add(s.forms.size());
     for (std::size_t i = 0; i < s.forms.size(); ++i) sum.add(s.forms[i]).add(s.heads[i]).add(s.labels[i]);
+    sum.add(s.view_trees.size());  // tree fusion: the further views' heads
+    for (const synattn::DependencyTree& view : s.view_trees)
+      for (int h : view.heads()) sum.add(h);
   }
   return sum;
 }

@@ -14,7 +14,10 @@
 // ("gold" or the tree file), tree_noise, tree_noise_seed, train_tree_noise,
 // train_tree_uas and dev_tree_uas (percent, against gold; under
 // train_tree_noise the mean over epochs), and dev_trees_label_accuracy (the
-// dev tree file's own base DEPREL on the task, percent; absent without one).
+// dev tree file's own base DEPREL on the task, percent; absent without one);
+// with tree fusion (the fusion variant) views, view_trees (the files of
+// views 1..), dev_view_uas (percent, view 0 first) and view_weights (per
+// layer, the learned softmax weights, (rows, views) row-major).
 // Keys added later are optional when read, so older files still report.
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
@@ -62,6 +65,12 @@ struct RunResult {
   double train_tree_noise = 0.0;
   double train_tree_uas = 100.0, dev_tree_uas = 100.0;
   double dev_trees_label_accuracy = -1;  // negative: no dev tree file with relations
+  // Tree fusion (the fusion variant): the views, the files of views 1.., each
+  // view's dev UAS (view 0 first) and the learned weights per layer.
+  int views = 1;
+  std::vector<std::string> view_trees;
+  std::vector<double> dev_view_uas;
+  std::vector<std::vector<double>> view_weights;
 };
 
 inline nlohmann::json to_json(const RunResult& r) {
@@ -91,6 +100,12 @@ inline nlohmann::json to_json(const RunResult& r) {
                         {"train_tree_uas", r.train_tree_uas},
                         {"dev_tree_uas", r.dev_tree_uas}};
   if (r.dev_trees_label_accuracy >= 0) j["dev_trees_label_accuracy"] = r.dev_trees_label_accuracy;
+  if (r.views > 1) {
+    j["views"] = r.views;
+    j["view_trees"] = r.view_trees;
+    j["dev_view_uas"] = r.dev_view_uas;
+    j["view_weights"] = r.view_weights;
+  }
   return j;
 }
 
@@ -135,6 +150,10 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
   optional("train_tree_uas", r.train_tree_uas);
   optional("dev_tree_uas", r.dev_tree_uas);
   optional("dev_trees_label_accuracy", r.dev_trees_label_accuracy);
+  optional("views", r.views);
+  optional("view_trees", r.view_trees);
+  optional("dev_view_uas", r.dev_view_uas);
+  optional("view_weights", r.view_weights);
   return r;
 }
 

@@ -61,7 +61,28 @@ struct TreeSources {
   std::vector<synattn::TaggedSentence> train_gold, dev_gold;  // empty when the trees are gold
   double dev_uas = 100.0;                // of the dev trees used, against gold
   double dev_trees_label_accuracy = -1;  // --dev-trees' own DEPREL on the task (negative: none)
+  // Tree fusion (--train-view-trees): both corpora again with every view,
+  // for the fusion variant (the others read the one-view corpora), and the
+  // UAS of each view's dev trees against gold (view 0 first).
+  std::vector<synattn::TaggedSentence> train_views, dev_views;
+  std::vector<double> dev_view_uas;
 };
+
+// UAS (percent) of view `view` of `used` against view 0 of `gold`, sentence
+// by sentence (same words).
+inline double view_agreement(const std::vector<synattn::TaggedSentence>& gold,
+                             const std::vector<synattn::TaggedSentence>& used, int view) {
+  long long words = 0, same = 0;
+  for (std::size_t i = 0; i < gold.size() && i < used.size(); ++i) {
+    const auto& want = gold[i].tree.heads();
+    const auto& got = used[i].view_tree(view).heads();
+    for (std::size_t j = 0; j < want.size() && j < got.size(); ++j) {
+      ++words;
+      same += want[j] == got[j] ? 1 : 0;
+    }
+  }
+  return words ? 100.0 * static_cast<double>(same) / static_cast<double>(words) : 100.0;
+}
 
 // Puts the configured trees under `train` and `dev` (gold as read): tree
 // files first, then the fixed noise. Errors name the files and sentences.
@@ -85,6 +106,24 @@ inline TreeSources apply_tree_sources(const Config& c, std::vector<synattn::Tagg
   }
   t.dev_uas = synattn::tree_agreement(t.dev_gold, dev);
   return t;
+}
+
+// With --train-view-trees: copies of `train` and `dev` (their trees as
+// apply_tree_sources left them, view 0) with each view file's trees added
+// as views 1.., into `t`, and the dev views' UAS. Errors name the files and
+// sentences, like --train-trees'.
+inline void apply_view_trees(const Config& c, const std::vector<synattn::TaggedSentence>& train,
+                             const std::vector<synattn::TaggedSentence>& dev, TreeSources& t) {
+  if (c.train_view_trees.empty()) return;
+  t.train_views = train;
+  t.dev_views = dev;
+  for (std::size_t v = 0; v < c.train_view_trees.size(); ++v) {
+    synattn::add_tree_view(t.train_views, synattn::read_conllu(c.train_view_trees[v]), c.train_path,
+                           c.train_view_trees[v]);
+    synattn::add_tree_view(t.dev_views, synattn::read_conllu(c.dev_view_trees[v]), c.dev_path, c.dev_view_trees[v]);
+  }
+  const std::vector<synattn::TaggedSentence>& gold = t.dev_gold.empty() ? dev : t.dev_gold;
+  for (int v = 0; v < c.tree_views(); ++v) t.dev_view_uas.push_back(view_agreement(gold, t.dev_views, v));
 }
 
 // UAS (percent) of `used` against the gold trees of the training sentences
