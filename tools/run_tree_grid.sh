@@ -8,15 +8,19 @@
 #   noise P                     gold trees corrupted with P = 0.05 ... 0.32 (N = 500, 2000)
 #   train gold, dev predicted   what a user gets who trains on a treebank (N = 500, 2000)
 #   predicted + train noise Q   predicted trees, the training ones corrupted afresh each epoch
+#   predicted, parser seed V    the trees of a second parser (another seed), shared only (N = 500, 2000, 8000)
 #
-# Variants fixed, shared and directed in every condition, none once per N.
+# Variants fixed, shared and directed in every condition, none once per N;
+# in the predicted condition also fusion, whose bias fuses the trees of both
+# parsers (the second parser's as tree view 1).
 # Runs go JOBS at a time, one thread each, each job appending to its own
 # JSON-lines file under OUT/runs; OUT/trees.jsonl is their concatenation and
 # OUT/ gets the table (results.md) and figures (train_deprel --report).
-# A job whose file is already complete is skipped, so a stopped grid resumes.
+# A job whose file is already complete is skipped, so a stopped grid resumes;
+# --only REGEX keeps the jobs whose "NAME VARIANTS" matches (e.g. 'fusion|seed 2').
 #
 #   tools/run_tree_grid.sh [--train-deprel PROG] [--out DIR] [--jobs J] [--sizes "500 2000"]
-#                          [--seeds "1 2 3"] [--predicted-seed S] [--only REGEX]
+#                          [--seeds "1 2 3"] [--predicted-seed S] [--view-seed V] [--only REGEX]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +30,7 @@ jobs=2
 sizes="500 2000 8000"
 seeds="1 2 3"
 pseed=1
+vseed=2
 only=.
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -35,8 +40,9 @@ while [[ $# -gt 0 ]]; do
     --sizes) sizes=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --predicted-seed) pseed=$2; shift 2 ;;
+    --view-seed) vseed=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--train-deprel PROG] [--out DIR] [--jobs J] [--sizes LIST] [--seeds LIST] [--predicted-seed S] [--only REGEX]" >&2
+    *) echo "usage: $0 [--train-deprel PROG] [--out DIR] [--jobs J] [--sizes LIST] [--seeds LIST] [--predicted-seed S] [--view-seed V] [--only REGEX]" >&2
        exit 2 ;;
   esac
 done
@@ -44,7 +50,9 @@ done
 mkdir -p "$out/runs" "$out/trees"
 predicted_train=$out/trees/en_ewt-train.seed$pseed.conllu
 predicted_dev=$out/trees/en_ewt-dev.seed$pseed.conllu
-for f in "$predicted_train" "$predicted_dev"; do
+view_train=$out/trees/en_ewt-train.seed$vseed.conllu
+view_dev=$out/trees/en_ewt-dev.seed$vseed.conllu
+for f in "$predicted_train" "$predicted_dev" "$view_train" "$view_dev"; do
   packed=$here/data/predicted/$(basename "$f").xz
   if [[ ! -s $f && -f $packed ]]; then
     xz -dc "$packed" >"$f.tmp" && mv "$f.tmp" "$f"
@@ -64,7 +72,7 @@ count=0
 job() {
   local name=$1 n=$2 seed=$3 variants=$4
   shift 4
-  [[ $name =~ $only ]] || return 0
+  [[ "$name $variants" =~ $only ]] || return 0  # --only matches "NAME VARIANTS", e.g. "predicted fusion"
   local file
   file=$out/runs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9.' '-')-N$n-seed$seed-$(printf '%s' "$variants" | tr ',' '-').jsonl
   count=$((count + 1))
@@ -90,6 +98,9 @@ for n in $sizes; do
     job "gold" "$n" "$s" none
     job "gold" "$n" "$s" $biased
     job "predicted" "$n" "$s" $biased --train-trees "$predicted_train" --dev-trees "$predicted_dev"
+    job "predicted" "$n" "$s" fusion --train-trees "$predicted_train" --dev-trees "$predicted_dev" \
+      --train-view-trees "$view_train" --dev-view-trees "$view_dev"
+    job "predicted, parser seed $vseed" "$n" "$s" shared --train-trees "$view_train" --dev-trees "$view_dev"
     [[ $n -le 2000 ]] || continue
     job "train gold, dev predicted" "$n" "$s" $biased --dev-trees "$predicted_dev"
     job "predicted + train noise 0.1" "$n" "$s" $biased --train-trees "$predicted_train" \
