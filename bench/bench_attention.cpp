@@ -11,7 +11,8 @@
 //
 // Benchmarks: threads/fwd/BxNxD_MODELxHEADS and threads/fwdbwd/... (the
 // default thread count against one thread, side by side: BM_ThreadRatio),
-// fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
+// fusion/fwdbwd/BxNxD_MODELxHEADS/views:V/omp:1 (tree fusion's cost against one
+// view, side by side: BM_FusionCost), fwd/BxNxD_MODELxHEADS/omp:T and fwdbwd/..., for the four
 // training shapes and two single-sentence latency shapes (forward only), at
 // T = 1 and 2 threads; plus fma_peak/ISA/omp:T. Each layer iteration is
 // followed by the floor (the layer's own products, through kernels::product,
@@ -603,6 +604,48 @@ void BM_ThreadRatio(benchmark::State& state, std::size_t shape_index, bool backw
   state.SetLabel(w.source);
 }
 
+// Tree fusion's cost: forward + backward of a layer fusing `views` trees
+// against the same layer with one, interleaved, at one thread. Views 1..
+// are the workload's buckets moved by one (b -> (b + 1) mod 11 on every
+// visible pair): other trees' buckets with the same mask, which is all the
+// kernels see. Counters: one_view_ms, fused_ms (medians) and ratio.
+void BM_FusionCost(benchmark::State& state, std::size_t shape_index, int views) {
+  const Workload& w = workload(shape_index);
+  use_threads(1);
+  synattn::AttentionOptions fused_options = layer_options(w.shape);
+  fused_options.bias.fusion.views = views;
+  synattn::SyntaxBiasedAttention<Scalar> one(layer_options(w.shape)), fused(fused_options);
+  Buckets stacked(views * w.buckets.rows(), w.buckets.cols());
+  const int nb = one.num_buckets();
+  for (int v = 0; v < views; ++v)
+    stacked.middleRows(v * w.buckets.rows(), w.buckets.rows()) =
+        w.buckets.unaryExpr([&](std::int8_t b) { return b < 0 ? b : static_cast<std::int8_t>((b + v) % nb); });
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
+  const auto run_layer = [&](synattn::SyntaxBiasedAttention<Scalar>& layer, const Buckets& buckets) {
+    const auto t0 = Clock::now();
+    layer.forward({w.x, w.lengths, buckets}, cache, out);
+    layer.backward(cache, w.dout, {dx});
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  run_layer(one, w.buckets);
+  run_layer(fused, stacked);
+  std::vector<double> single, many;
+  for (auto _ : state) {
+    single.push_back(run_layer(one, w.buckets));
+    many.push_back(run_layer(fused, stacked));
+    state.SetIterationTime(many.back());
+  }
+  use_threads(g_default_threads);
+  state.counters["one_view_ms"] = median(single) * 1e3;
+  state.counters["fused_ms"] = median(many) * 1e3;
+  state.counters["ratio"] = median(many) / median(single);
+  state.SetLabel(w.source);
+}
+
 // ---------------------------------------------------------------------------
 // LibTorch: the same layer in LibTorch's C++ API (libtorch_peer.cpp), with
 // the synattn layer's own weights, on the same inputs and trees.
@@ -695,6 +738,14 @@ void register_all() {
           ->UseManualTime()
           ->Unit(s.latency ? benchmark::kMicrosecond : benchmark::kMillisecond);
   }
+  for (std::size_t i = 0; i < shapes().size(); ++i)
+    for (int views : {2, 3})
+      if (!shapes()[i].latency && !g_busy)
+        benchmark::RegisterBenchmark(
+            ("fusion/fwdbwd/" + shapes()[i].name() + "/views:" + std::to_string(views) + "/omp:1").c_str(),
+            BM_FusionCost, i, views)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
   for (std::size_t i = 0; i < shapes().size(); ++i) {
     const Shape& s = shapes()[i];
     for (int pass = 0; pass < (s.latency ? 1 : 2); ++pass)

@@ -108,6 +108,23 @@ AttentionOptions draw_options(Draw& d, bool cross) {
   o.check_finite = d.small(0, 7) != 0;
   if (!o.check_finite) d.tame = false;
   o.seed = d.in.ConsumeIntegral<std::uint8_t>();
+  // Tree fusion, drawn last so earlier inputs keep their meaning: 2-3 views
+  // mostly, sometimes a count the options refuse.
+  switch (d.small(0, 7)) {
+    case 0:
+    case 1:
+      o.bias.fusion.views = d.small(2, 3);
+      o.bias.fusion.shared_table = d.flag();
+      o.bias.fusion.per_head_weights = d.flag();
+      o.bias.fusion.weights_learnable = d.flag();
+      break;
+    case 2:
+      o.bias.fusion.views = d.flag() ? 0 : synattn::kMaxTreeViews + 1;
+      if (o.syntax_bias) d.tame = false;
+      break;
+    default:
+      break;
+  }
   return o;
 }
 
@@ -193,6 +210,31 @@ void run(FuzzedDataProvider& in) {
         else if (o.syntax_bias && v != -1)
           d.tame = false;
       }
+
+  // Tree fusion: views 1.. stacked under view 0 with its mask and their own
+  // buckets; now and then a view masks a pair view 0 keeps (refused), or
+  // the block holds one view too few (refused).
+  const int views = o.syntax_bias ? o.bias.fusion.views : 1;
+  if (views > 1 && views <= synattn::kMaxTreeViews) {
+    const Index rows = buckets.rows();
+    int stacked = views;
+    if (d.small(0, 31) == 0) {
+      stacked = views - 1;
+      d.tame = false;
+    }
+    synattn_test::BucketBlock all(stacked * rows, nkv);
+    all.topRows(rows) = buckets;
+    for (Index r = rows; r < all.rows(); ++r)
+      for (Index j = 0; j < nkv; ++j) {
+        const std::int8_t first = buckets(r % rows, j);
+        all(r, j) = first == -1 ? first : static_cast<std::int8_t>(d.small(0, nb - 1));
+        if (d.small(0, 255) == 0) {  // a mask of its own
+          all(r, j) = first == -1 ? std::int8_t(0) : std::int8_t(-1);
+          d.tame = false;
+        }
+      }
+    buckets = all;
+  }
 
   // Construction: invalid options or options beyond Scalar are refused.
   std::unique_ptr<Layer> owner;
