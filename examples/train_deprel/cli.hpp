@@ -360,7 +360,7 @@ inline void check_tree_views(const Config& c) {
   if (!fusion && !c.train_view_trees.empty())
     throw CliError(
         "--train-view-trees and --dev-view-trees are read by the fusion variant only; add fusion to "
-        "--variants");
+        "--variants (--full runs every variant but fusion)");
   if (c.tree_views() > synattn::kMaxTreeViews)
     throw CliError("--train-view-trees: at most " + std::to_string(synattn::kMaxTreeViews - 1) +
                    " further views, got " + std::to_string(c.train_view_trees.size()));

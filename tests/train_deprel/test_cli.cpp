@@ -1,6 +1,7 @@
 // train_deprel's command line and variant descriptions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -188,4 +189,94 @@ TEST_CASE("tree sources: files, fixed and per-epoch noise, the seed and the cond
   CHECK_THROWS_WITH(parse({"--tree-noise-seed", "-1"}), Catch::Contains("--tree-noise-seed: -1 is out of range"));
   CHECK_THROWS_WITH(parse({"--trees-name", ""}), "--trees-name: the name is empty");
   CHECK_THROWS_WITH(parse({"--dev-trees"}), "--dev-trees: missing value");
+}
+
+TEST_CASE("tree views: the fusion variant and the view-tree flags", "[cli][trees][fusion]") {
+  using Catch::Contains;
+  const Config gold = parse({});
+  CHECK(gold.train_view_trees.empty());
+  CHECK(gold.dev_view_trees.empty());
+  CHECK(gold.tree_views() == 1);
+  const Config c =
+      parse({"--variants", "shared,fusion", "--train-trees", "p/train.conllu", "--dev-trees", "p/dev.conllu",
+             "--train-view-trees", "a/train.conllu,b/train.conllu", "--dev-view-trees", "a/dev.conllu,b/dev.conllu"});
+  CHECK(c.train_view_trees == std::vector<std::string>{"a/train.conllu", "b/train.conllu"});
+  CHECK(c.dev_view_trees == std::vector<std::string>{"a/dev.conllu", "b/dev.conllu"});
+  CHECK(c.tree_views() == 3);
+  CHECK(c.train_trees_path == "p/train.conllu");  // view 0 stays --train-trees
+  const auto runs = c.runs();
+  REQUIRE(runs.size() == 2);
+  CHECK_FALSE(runs[0].variant.fusion);
+  CHECK(runs[1].variant.fusion);
+  CHECK(runs[1].bias_lr_mult == 10.0);  // a learned bias like shared's
+  // Fusion alone, with one further view; a view may be gold (the corpus itself).
+  const Config one = parse({"--variants", "fusion", "--train-view-trees", "t.conllu", "--dev-view-trees", "d.conllu"});
+  CHECK(one.tree_views() == 2);
+  CHECK(one.gold_trees());
+
+  // Each refusal says what to do instead.
+  CHECK_THROWS_AS(
+      parse({"--variants", "fusion", "--train-view-trees", "a.conllu,b.conllu", "--dev-view-trees", "a.conllu"}),
+      CliError);
+  CHECK_THROWS_WITH(
+      parse({"--variants", "fusion", "--train-view-trees", "a.conllu,b.conllu", "--dev-view-trees", "a.conllu"}),
+      "--train-view-trees has 2 files but --dev-view-trees 1; give one train and one dev file per tree view");
+  CHECK_THROWS_WITH(parse({"--variants", "fusion", "--dev-view-trees", "a.conllu"}),
+                    Contains("--train-view-trees has 0 files but --dev-view-trees 1"));
+  CHECK_THROWS_WITH(parse({"--variants", "shared", "--train-view-trees", "t.conllu", "--dev-view-trees", "d.conllu"}),
+                    "--train-view-trees and --dev-view-trees are read by the fusion variant only; add fusion to "
+                    "--variants (--full runs every variant but fusion)");
+  // The default variants (none, fixed, shared) have no fusion either.
+  CHECK_THROWS_WITH(parse({"--train-view-trees", "t.conllu", "--dev-view-trees", "d.conllu"}),
+                    Contains("add fusion to --variants"));
+  CHECK_THROWS_WITH(parse({"--variants", "none,fusion"}),
+                    "--variants fusion fuses several trees per sentence: give the further views with "
+                    "--train-view-trees and --dev-view-trees");
+  CHECK_THROWS_AS(parse({"--variants", "fusion"}), CliError);
+  for (const char* noise : {"--tree-noise", "--train-tree-noise"}) {
+    INFO(noise);
+    CHECK_THROWS_WITH(
+        parse({"--variants", "fusion", "--train-view-trees", "t.conllu", "--dev-view-trees", "d.conllu", noise, "0.1"}),
+        "--tree-noise and --train-tree-noise corrupt one tree per sentence; the fusion variant reads 2 (run it "
+        "without tree noise)");
+  }
+  // Noise of 0 is no noise: accepted.
+  CHECK(parse({"--variants", "fusion", "--train-view-trees", "t", "--dev-view-trees", "d", "--tree-noise", "0"})
+            .tree_views() == 2);
+  // The layer fuses at most kMaxTreeViews views: 7 further ones pass, 8 do not.
+  const std::string seven = "1,2,3,4,5,6,7", eight = seven + ",8";
+  CHECK(parse({"--variants", "fusion", "--train-view-trees", seven.c_str(), "--dev-view-trees", seven.c_str()})
+            .tree_views() == synattn::kMaxTreeViews);
+  CHECK_THROWS_WITH(
+      parse({"--variants", "fusion", "--train-view-trees", eight.c_str(), "--dev-view-trees", eight.c_str()}),
+      "--train-view-trees: at most 7 further views, got 8");
+  // The lists are parsed like the others.
+  CHECK_THROWS_WITH(parse({"--variants", "fusion", "--train-view-trees", "a,,b", "--dev-view-trees", "a,b"}),
+                    Contains("--train-view-trees: empty item"));
+  CHECK_THROWS_WITH(parse({"--dev-view-trees"}), "--dev-view-trees: missing value");
+  CHECK(std::string(usage()).find("--train-view-trees LIST --dev-view-trees LIST") != std::string::npos);
+
+  // --full leaves fusion out: it cannot run without view files.
+  const Config full = parse({"--full"});
+  CHECK(std::find(full.variants.begin(), full.variants.end(), "fusion") == full.variants.end());
+  CHECK(full.variants.size() == variant_names().size() - 1);
+  for (const auto& r : full.runs()) CHECK_FALSE(r.variant.fusion);
+  CHECK(std::find(variant_names().begin(), variant_names().end(), "fusion") != variant_names().end());
+
+  // The fusion variant is shared's bucketing and table, once per view.
+  const Variant fusion = variant_by_name("fusion");
+  const Variant shared = variant_by_name("shared");
+  CHECK(fusion.fusion);
+  CHECK_FALSE(shared.fusion);
+  CHECK(fusion.has_bias);
+  CHECK_FALSE(fusion.per_head);
+  CHECK(fusion.table_learnable);
+  REQUIRE(fusion.bucketing.has_value());
+  CHECK(fusion.bucketing->kind() == shared.bucketing->kind());
+  CHECK(fusion.bucketing->max_distance() == shared.bucketing->max_distance());
+  CHECK(fusion.num_buckets() == 11);
+  CHECK(fusion.bucket_labels() == shared.bucket_labels());
+  CHECK(fusion.initial_table() == shared.initial_table());
+  for (const char* other : {"none", "fixed", "per-head", "directed", "shared-decay"})
+    CHECK_FALSE(variant_by_name(other).fusion);
 }

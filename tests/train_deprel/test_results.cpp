@@ -94,6 +94,52 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
   CHECK_THROWS_WITH(read_json_lines("/nonexistent/r.jsonl"), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("tree fusion: views, view_trees, dev_view_uas and view_weights only with more than one view",
+          "[results][trees][fusion]") {
+  const RunResult one = run("shared", 500, 1, 70.5, 10);
+  REQUIRE(one.views == 1);
+  const nlohmann::json j1 = to_json(one);
+  for (const char* key : {"views", "view_trees", "dev_view_uas", "view_weights"}) CHECK_FALSE(j1.contains(key));
+  CHECK(j1.size() == 25);  // the single-view line is what it was before fusion
+
+  RunResult f = run("fusion", 500, 1, 71.25, 10);
+  f.bias_rows = 3;  // one table row per view
+  f.views = 3;
+  f.view_trees = {"gold-train.conllu", "other-train.conllu"};
+  f.dev_view_uas = {84.25, 100.0, 91.5};
+  f.view_weights = {{0.5, 0.25, 0.25}, {0.125, 0.375, 0.5}};  // exact in binary: compared with ==
+  const nlohmann::json j = to_json(f);
+  CHECK(j.size() == 29);
+  CHECK(j["views"] == 3);
+  CHECK(j["view_trees"] == nlohmann::json::array({"gold-train.conllu", "other-train.conllu"}));
+  CHECK(j["dev_view_uas"][2] == 91.5);
+  CHECK(j["view_weights"][1][2] == 0.5);
+
+  // Through a JSON lines file, as --report reads it, next to an older line.
+  const std::string path = "test_results_fusion.jsonl";
+  std::remove(path.c_str());
+  append_json_line(path, f);
+  append_json_line(path, one);
+  const auto back = read_json_lines(path);
+  std::remove(path.c_str());
+  REQUIRE(back.size() == 2);
+  CHECK(to_json(back[0]) == j);
+  CHECK(back[0].views == 3);
+  CHECK(back[0].view_trees == f.view_trees);
+  CHECK(back[0].dev_view_uas == f.dev_view_uas);
+  CHECK(back[0].view_weights == f.view_weights);
+  // A line written before fusion existed (no view keys) reads as one view.
+  CHECK(back[1].views == 1);
+  CHECK(back[1].view_trees.empty());
+  CHECK(back[1].dev_view_uas.empty());
+  CHECK(back[1].view_weights.empty());
+  CHECK(to_json(back[1]) == j1);
+  // A mistyped view key is named, like the others.
+  nlohmann::json bad = j;
+  bad["views"] = "three";
+  CHECK_THROWS_WITH(run_result_from_json(bad), Catch::Contains("run result: key 'views' has the wrong type"));
+}
+
 TEST_CASE("mean and sample standard deviation", "[results]") {
   const MeanStd m = mean_std({1, 2, 3, 4});
   CHECK(m.mean == Approx(2.5).epsilon(1e-12));
