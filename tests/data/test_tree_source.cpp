@@ -63,6 +63,29 @@ const char* const kOtherTrees =
     "# sent_id = a\n1\tthe\t_\t_\t_\t_\t3\tx\t_\t_\n2\tcat\t_\t_\t_\t_\t3\tx\t_\t_\n"
     "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n";
 
+// Tree files that do not fit the corpus kCorpus (sentences a, then b), for
+// every function that aligns a tree file (replace_trees, add_tree_view), and
+// what the refusal says.
+const std::string kSentenceB = "# sent_id = b\n1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n2\t!\t_\t_\t_\t_\t1\tpunct\t_\t_\n\n";
+struct AlignmentRefusal {
+  const char* what;
+  std::string trees, message;
+};
+std::vector<AlignmentRefusal> alignment_refusals() {
+  const std::string& b = kSentenceB;
+  return {
+      {"a sentence missing", b, "corpus.conllu:1: sentence a has no tree in trees.conllu"},
+      {"another word count", b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t0\troot\t_\t_\n2\tcat\t_\t_\t_\t_\t1\tx\t_\t_\n\n",
+       "trees.conllu:5: sentence a has 2 words but 3 in corpus.conllu (line 1)"},
+      {"another form",
+       b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t2\tx\t_\t_\n2\tdog\t_\t_\t_\t_\t3\tx\t_\t_\n"
+           "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n",
+       "trees.conllu:5: sentence a: word 2 is 'dog' but 'cat' in corpus.conllu (line 1)"},
+      {"a sentence twice", b + b, "trees.conllu:5: sentence b appears twice (first at line 1)"},
+      {"no sent_id", "1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n\n", "trees.conllu:1: sentence #1 (line 1) has no sent_id"},
+  };
+}
+
 }  // namespace
 
 TEST_CASE("corrupt_heads over every EWT dev and train sentence: one tree, one root, wrong heads only, the UAS",
@@ -196,21 +219,11 @@ TEST_CASE("replace_trees takes heads by sent_id and forms, and refuses every mis
     CHECK_THROWS_WITH(replace_trees(c, conllu(trees), "corpus.conllu", "trees.conllu"), Catch::Contains(message));
     for (std::size_t k = 0; k < c.size(); ++k) CHECK(c[k].heads == original[k].heads);  // unchanged
   };
-  const std::string b = "# sent_id = b\n1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n2\t!\t_\t_\t_\t_\t1\tpunct\t_\t_\n\n";
-  SECTION("a sentence missing") { refused(b, "corpus.conllu:1: sentence a has no tree in trees.conllu"); }
-  SECTION("another word count") {
-    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t0\troot\t_\t_\n2\tcat\t_\t_\t_\t_\t1\tx\t_\t_\n\n",
-            "trees.conllu:5: sentence a has 2 words but 3 in corpus.conllu (line 1)");
+  for (const AlignmentRefusal& r : alignment_refusals()) {
+    INFO(r.what);
+    refused(r.trees, r.message);
   }
-  SECTION("another form") {
-    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t2\tx\t_\t_\n2\tdog\t_\t_\t_\t_\t3\tx\t_\t_\n"
-                "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n",
-            "trees.conllu:5: sentence a: word 2 is 'dog' but 'cat' in corpus.conllu (line 1)");
-  }
-  SECTION("a sentence twice") { refused(b + b, "trees.conllu:5: sentence b appears twice (first at line 1)"); }
-  SECTION("no sent_id") {
-    refused("1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n\n", "trees.conllu:1: sentence #1 (line 1) has no sent_id");
-  }
+  const std::string b = kSentenceB;
   SECTION("a corpus sentence without a sent_id") {
     std::vector<TaggedSentence> c = corpus("1\tGo\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n");
     CHECK_THROWS_WITH(replace_trees(c, conllu(b), "corpus.conllu", "trees.conllu"),
@@ -267,23 +280,12 @@ TEST_CASE("add_tree_view refuses every mismatch replace_trees refuses, by name, 
       CHECK(all_heads(c) == all_heads(original));
     }
   };
-  const std::string b = "# sent_id = b\n1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n2\t!\t_\t_\t_\t_\t1\tpunct\t_\t_\n\n";
-  SECTION("a sentence missing") {
-    refused(b, "add_tree_view: corpus.conllu:1: sentence a has no tree in trees.conllu");
+  for (const AlignmentRefusal& r : alignment_refusals()) {
+    INFO(r.what);
+    refused(r.trees, r.message);
   }
-  SECTION("another word count") {
-    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t0\troot\t_\t_\n2\tcat\t_\t_\t_\t_\t1\tx\t_\t_\n\n",
-            "trees.conllu:5: sentence a has 2 words but 3 in corpus.conllu (line 1)");
-  }
-  SECTION("another form") {
-    refused(b + "# sent_id = a\n1\tthe\t_\t_\t_\t_\t2\tx\t_\t_\n2\tdog\t_\t_\t_\t_\t3\tx\t_\t_\n"
-                "3\tsat\t_\t_\t_\t_\t0\troot\t_\t_\n\n",
-            "trees.conllu:5: sentence a: word 2 is 'dog' but 'cat' in corpus.conllu (line 1)");
-  }
-  SECTION("a sentence twice") { refused(b + b, "trees.conllu:5: sentence b appears twice (first at line 1)"); }
-  SECTION("no sent_id") {
-    refused("1\tGo\t_\t_\t_\t_\t0\troot\t_\t_\n\n", "trees.conllu:1: sentence #1 (line 1) has no sent_id");
-  }
+  refused(kSentenceB, "add_tree_view: corpus.conllu:1: sentence a has no tree in trees.conllu");  // its own name
+  const std::string b = kSentenceB;
   SECTION("a corpus sentence without a sent_id") {
     std::vector<TaggedSentence> c = corpus("1\tGo\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n");
     CHECK_THROWS_WITH(add_tree_view(c, conllu(b), "corpus.conllu", "trees.conllu"),
