@@ -332,11 +332,49 @@ struct TreeGrid {
   }
   // The share of the gold-tree gain a cell keeps: gain / gain with gold trees
   // (NaN without a gold cell, or when the gold gain is not positive).
+  // The fusion variant's reference is shared: fusing gold trees with
+  // themselves is shared's bias with the table split over the views.
   double retained(const TreeRowKey& k, int n) const {
-    const double g = gain({"gold", k.variant, k.bias_lr_mult}, n);
+    const double g = gain({"gold", k.variant == "fusion" ? "shared" : k.variant, k.bias_lr_mult}, n);
     return g > 0 ? gain(k, n) / g : NAN;
   }
 };
+
+// Below the tree table, per condition with fused runs: its views' dev UAS
+// and the learned view weights, averaged over the runs, per layer (a
+// fusion cell's "gold gain kept" is against shared's gold gain).
+inline std::string fusion_notes(const std::vector<RunResult>& runs) {
+  std::map<std::string, std::vector<const RunResult*>> fused;
+  for (const RunResult& r : runs)
+    if (r.views > 1) fused[r.trees].push_back(&r);
+  std::string out;
+  for (const auto& [condition, list] : fused) {
+    const RunResult& first = *list.front();
+    char buf[64];
+    out += "\nfusion in " + condition + ": " + std::to_string(first.views) + " tree views, dev UAS";
+    for (double u : first.dev_view_uas) {
+      std::snprintf(buf, sizeof buf, " %.2f", u);
+      out += buf;
+    }
+    out += "; learned weights (mean of " + std::to_string(list.size()) + " runs)";
+    for (std::size_t l = 0; l < first.view_weights.size(); ++l) {
+      out += (l ? ", layer " : " layer ") + std::to_string(l + 1) + ":";
+      for (std::size_t v = 0; v < first.view_weights[l].size(); ++v) {
+        double sum = 0;
+        int count = 0;
+        for (const RunResult* r : list)
+          if (l < r->view_weights.size() && v < r->view_weights[l].size()) {
+            sum += r->view_weights[l][v];
+            ++count;
+          }
+        std::snprintf(buf, sizeof buf, " %.2f", count ? sum / count : NAN);
+        out += buf;
+      }
+    }
+    out += " (its gold gain kept is against shared's)\n";
+  }
+  return out;
+}
 
 // Rows: none, then each tree condition's variants; columns: tree UAS (train
 // / dev, against gold), N ascending (mean ± std over seeds), the gain over
@@ -400,6 +438,7 @@ inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
   for (const auto& [file, accuracy] : grid.label_accuracy)
     out += "\nThe relations of " + file + " itself (the parser's own DEPREL, base part, scored as the tagger): " +
            fmt("%.2f %%", accuracy) + "\n";
+  out += fusion_notes(runs);
   return out;
 }
 

@@ -201,4 +201,18 @@ TEST_CASE("the tree table: none once, each condition's variants, tree UAS, gain 
   for (const auto& r : runs)
     if (r.trees != "gold") no_gold.push_back(r);
   CHECK(markdown_tree_table(no_gold).find("| +6.00 | — |") != std::string::npos);
+
+  // Fusion: kept against shared's gold gain, and a note with the views' UAS and the mean learned weights.
+  for (int seed : {1, 2}) {
+    RunResult r = tree_run("predicted", "fusion", 500, seed, 68.0 + seed, 84);
+    r.views = 2;
+    r.dev_view_uas = {84.0, 83.5};
+    r.view_weights = {{0.5 + 0.1 * seed, 0.5 - 0.1 * seed}, {0.5, 0.5}};
+    runs.push_back(r);
+  }
+  const std::string f = markdown_tree_table(runs);
+  INFO(f);
+  CHECK(f.find("| predicted | 83.0 / 84.0 | fusion | 69.50 ± 0.71 (n=2) | +8.00 | 0.80 |") != std::string::npos);
+  CHECK(f.find("fusion in predicted: 2 tree views, dev UAS 84.00 83.50; learned weights (mean of 2 runs) layer 1: "
+               "0.65 0.35, layer 2: 0.50 0.50 (its gold gain kept is against shared's)") != std::string::npos);
 }
