@@ -14,9 +14,10 @@
 // attention probabilities, attention output, FFN hidden and FFN output;
 // 2 pre-norm layers, d_model 128, 4 heads, FFN 256 (ReLU), final LayerNorm,
 // linear classifier; each layer its own table and scale (s = 1 at start);
-// Adam lr 1e-3 with 50 linear warm-up steps, bias table and scale at
-// --bias-lr-mult times that (10 by default); batches of 32 sentences of
-// similar length; dev accuracy after every epoch, early stopping.
+// Adam lr 1e-3 with 50 linear warm-up steps, bias table and scale (and the
+// fusion variant's view weights) at --bias-lr-mult times that (10 by
+// default); batches of 32 sentences of similar length; dev accuracy after
+// every epoch, early stopping.
 //
 //   train_deprel --help
 //   train_deprel --train-size 500 --variants none,fixed,shared --seeds 1 --epochs 30

@@ -223,11 +223,13 @@ TEST_CASE("parameter groups scale the rate, override weight decay, and frozen pa
   }
   SECTION("the syntax-bias predicate") {
     synattn::ParameterInfo p;
-    for (const char* yes : {"table", "scale", "layers.3.attention.table", "layers.0.attention.scale", "bias.table"}) {
+    for (const char* yes : {"table", "scale", "layers.3.attention.table", "layers.0.attention.scale", "bias.table",
+                            "view_logits", "layers.1.attention.view_logits"}) {
       p.name = yes;
       CHECK(synattn::is_syntax_bias_parameter(p));
     }
-    for (const char* no : {"rescale", "layers.1.norm2.bias", "classifier.weight", "embedding.weight", "timetable"}) {
+    for (const char* no :
+         {"rescale", "layers.1.norm2.bias", "classifier.weight", "embedding.weight", "timetable", "my_view_logits"}) {
       p.name = no;
       CHECK_FALSE(synattn::is_syntax_bias_parameter(p));
     }

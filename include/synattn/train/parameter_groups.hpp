@@ -47,11 +47,12 @@ inline bool name_is_or_ends_with(std::string_view name, std::string_view last) n
          (name.size() > last.size() && ends_with(name, last) && name[name.size() - last.size() - 1] == '.');
 }
 
-// The syntax bias: tables and strengths ("table", "*.table", "scale",
-// "*.scale") and anything under "bias." (a table shared by all layers).
+// The syntax bias: tables, strengths and tree-fusion view weights
+// ("table", "*.table", "scale", "*.scale", "view_logits", "*.view_logits")
+// and anything under "bias." (a table shared by all layers).
 inline bool is_syntax_bias_parameter(const ParameterInfo& p) {
   return name_is_or_ends_with(p.name, "table") || name_is_or_ends_with(p.name, "scale") ||
-         starts_with(p.name, "bias.");
+         name_is_or_ends_with(p.name, "view_logits") || starts_with(p.name, "bias.");
 }
 
 struct ParameterGroup {
