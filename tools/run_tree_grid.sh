@@ -9,6 +9,8 @@
 #   train gold, dev predicted   what a user gets who trains on a treebank (N = 500, 2000)
 #   predicted + train noise Q   predicted trees, the training ones corrupted afresh each epoch
 #   predicted, parser seed V    the trees of a second parser (another seed), shared only (N = 500, 2000, 8000)
+#   predicted, one parser twice fusion of the first parser's trees with themselves: the control that
+#                               tells what the second parser's trees add from what the split table does
 #
 # Variants fixed, shared and directed in every condition, none once per N;
 # in the predicted condition also fusion, whose bias fuses the trees of both
@@ -101,6 +103,8 @@ for n in $sizes; do
     job "predicted" "$n" "$s" fusion --train-trees "$predicted_train" --dev-trees "$predicted_dev" \
       --train-view-trees "$view_train" --dev-view-trees "$view_dev"
     job "predicted, parser seed $vseed" "$n" "$s" shared --train-trees "$view_train" --dev-trees "$view_dev"
+    job "predicted, one parser twice" "$n" "$s" fusion --train-trees "$predicted_train" \
+      --dev-trees "$predicted_dev" --train-view-trees "$predicted_train" --dev-view-trees "$predicted_dev"
     [[ $n -le 2000 ]] || continue
     job "train gold, dev predicted" "$n" "$s" $biased --dev-trees "$predicted_dev"
     job "predicted + train noise 0.1" "$n" "$s" $biased --train-trees "$predicted_train" \
