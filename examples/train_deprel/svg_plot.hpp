@@ -97,10 +97,20 @@ inline std::vector<double> nice_ticks(Range& r, int target = 6) {
   return t;
 }
 
+constexpr std::size_t kPaletteSize = 10;
 inline const char* palette(std::size_t i) {
-  static const char* const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  return colours[i % 10];
+  static const char* const colours[kPaletteSize] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return colours[i % kPaletteSize];
+}
+// Series past the palette reuse its colours, so they are drawn another way:
+// dashed lines and hollow points (round r: r = 0 solid, 1 dashed, ...).
+inline std::string stroke_style(std::size_t series) {
+  return series / kPaletteSize % 2 ? " stroke-dasharray=\"6 3\"" : "";
+}
+inline std::string point_style(std::size_t series, const std::string& colour) {
+  return series / kPaletteSize % 2 ? "fill=\"white\" stroke=\"" + colour + "\" stroke-width=\"1.5\""
+                                   : "fill=\"" + colour + "\"";
 }
 
 inline std::string header(int width, int height, const std::string& title) {
@@ -191,7 +201,8 @@ inline std::string render_line_chart(const LineChart& chart) {
     std::string points;
     const auto flush = [&] {
       if (!points.empty())
-        out += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points + "\"/>\n";
+        out += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"" + stroke_style(s) + " points=\"" +
+               points + "\"/>\n";
       points.clear();
     };
     for (std::size_t i = 0; i < se.x.size(); ++i) {
@@ -200,14 +211,15 @@ inline std::string render_line_chart(const LineChart& chart) {
         continue;
       }
       points += (points.empty() ? "" : " ") + num(px(se.x[i])) + "," + num(py(se.y[i]));
-      out += "<circle cx=\"" + num(px(se.x[i])) + "\" cy=\"" + num(py(se.y[i])) + "\" r=\"3\" fill=\"" + colour +
-             "\"/>\n";
+      out += "<circle cx=\"" + num(px(se.x[i])) + "\" cy=\"" + num(py(se.y[i])) + "\" r=\"3\" " +
+             point_style(s, colour) + "/>\n";
     }
     flush();
     out += "</g>\n";
     const double ly = top + 10 + 18.0 * static_cast<double>(s);
-    out += "<line x1=\"" + num(left + pw + 14) + "\" x2=\"" + num(left + pw + 34) + "\" y1=\"" + num(ly) +
-           "\" y2=\"" + num(ly) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>\n<text x=\"" +
+    out += "<line x1=\"" + num(left + pw + 14) + "\" x2=\"" + num(left + pw + 34) + "\" y1=\"" + num(ly) + "\" y2=\"" +
+           num(ly) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + stroke_style(s) + "/>\n<circle cx=\"" +
+           num(left + pw + 24) + "\" cy=\"" + num(ly) + "\" r=\"3\" " + point_style(s, colour) + "/>\n<text x=\"" +
            num(left + pw + 40) + "\" y=\"" + num(ly + 4) + "\">" + xml_escape(se.name) + "</text>\n";
   }
   return out + "</svg>\n";

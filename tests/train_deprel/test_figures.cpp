@@ -53,6 +53,25 @@ TEST_CASE("learning curves: one series per run, epochs from 1", "[figures]") {
   CHECK(render_line_chart(c).find("data-name=\"shared x10 N=500 seed 2\"") != std::string::npos);
 }
 
+TEST_CASE("series past the palette's colours are dashed with hollow points", "[figures]") {
+  std::vector<RunResult> runs;
+  for (int k = 0; k < 12; ++k) {
+    runs.push_back(result("shared", 1, 11));
+    runs.back().seed = k;
+  }
+  const std::string svg = render_line_chart(learning_curves_chart(runs, "curves"));
+  // One <g> per series; the first ten solid, the next two dashed and hollow.
+  const auto group = [&](int k) {
+    const std::size_t at = svg.find("data-name=\"shared N=500 seed " + std::to_string(k) + "\"");
+    REQUIRE(at != std::string::npos);
+    return svg.substr(at, svg.find("</g>", at) - at);
+  };
+  CHECK(group(0).find("stroke-dasharray") == std::string::npos);
+  CHECK(group(9).find("fill=\"white\"") == std::string::npos);
+  CHECK(group(10).find("stroke-dasharray=\"6 3\"") != std::string::npos);
+  CHECK(group(11).find("fill=\"white\" stroke=") != std::string::npos);
+}
+
 TEST_CASE("directed heat map: bucket u*(M+1)+d at row u, column d", "[figures]") {
   const HeatMap h = directed_heat_map(result("directed", 1, 25), 1);
   REQUIRE(h.values.size() == 5);
