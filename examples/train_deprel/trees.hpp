@@ -68,22 +68,6 @@ struct TreeSources {
   std::vector<double> dev_view_uas;
 };
 
-// UAS (percent) of view `view` of `used` against view 0 of `gold`, sentence
-// by sentence (same words).
-inline double view_agreement(const std::vector<synattn::TaggedSentence>& gold,
-                             const std::vector<synattn::TaggedSentence>& used, int view) {
-  long long words = 0, same = 0;
-  for (std::size_t i = 0; i < gold.size() && i < used.size(); ++i) {
-    const auto& want = gold[i].tree.heads();
-    const auto& got = used[i].view_tree(view).heads();
-    for (std::size_t j = 0; j < want.size() && j < got.size(); ++j) {
-      ++words;
-      same += want[j] == got[j] ? 1 : 0;
-    }
-  }
-  return words ? 100.0 * static_cast<double>(same) / static_cast<double>(words) : 100.0;
-}
-
 // Puts the configured trees under `train` and `dev` (gold as read): tree
 // files first, then the fixed noise. Errors name the files and sentences.
 inline TreeSources apply_tree_sources(const Config& c, std::vector<synattn::TaggedSentence>& train,
@@ -123,7 +107,7 @@ inline void apply_view_trees(const Config& c, const std::vector<synattn::TaggedS
     synattn::add_tree_view(t.dev_views, synattn::read_conllu(c.dev_view_trees[v]), c.dev_path, c.dev_view_trees[v]);
   }
   const std::vector<synattn::TaggedSentence>& gold = t.dev_gold.empty() ? dev : t.dev_gold;
-  for (int v = 0; v < c.tree_views(); ++v) t.dev_view_uas.push_back(view_agreement(gold, t.dev_views, v));
+  for (int v = 0; v < c.tree_views(); ++v) t.dev_view_uas.push_back(synattn::tree_agreement(gold, t.dev_views, v));
 }
 
 // UAS (percent) of `used` against the gold trees of the training sentences

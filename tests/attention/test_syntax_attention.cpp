@@ -776,6 +776,12 @@ TEST_CASE("tree fusion: the bias table's gather and its adjoint agree with the l
         CHECK(bias(i, j) == Approx(want).epsilon(1e-14));
       }
   }
+  // Views that mask different pairs are refused, naming the view and the pair.
+  BucketBlock own_mask = views;
+  own_mask(5 + 2, 3) = own_mask(2, 3) < 0 ? std::int8_t(0) : std::int8_t(-1);
+  MatrixD unused(5, 5);
+  CHECK_THROWS_WITH(table.gather(0, own_mask, unused), Catch::Contains("tree view 1") && Catch::Contains("at (2, 3)") &&
+                                                           Catch::Contains("mask the same pairs"));
   // The adjoint by finite differences of <G, gather>.
   const MatrixD G = synattn_test::random_matrix(5, 5, rng);
   auto loss = [&]() {

@@ -194,6 +194,12 @@ TEST_CASE("corrupt_trees keys each sentence by its index; tree_agreement is the 
   CHECK(uas > 79.0);
   CHECK(uas < 84.0);
   CHECK(tree_agreement(gold, gold) == 100.0);
+  // Another view: the corrupted trees as view 1 of the gold corpus score as they do as view 0.
+  std::vector<TaggedSentence> viewed = gold;
+  for (std::size_t k = 0; k < viewed.size(); ++k) viewed[k].view_trees.push_back(all[k].tree);
+  CHECK(tree_agreement(gold, viewed, 1) == uas);
+  CHECK(tree_agreement(gold, viewed, 0) == 100.0);
+  CHECK_THROWS_WITH(tree_agreement(gold, viewed, 2), Catch::Contains("has 2 tree views, asked for view 2"));
   CHECK_THROWS_WITH(tree_agreement(gold, half), Catch::Contains("2001 gold sentences but 1001"));
 }
 

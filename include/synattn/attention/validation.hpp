@@ -160,17 +160,12 @@ inline void check_bucket_views(const char* fn, const Eigen::Ref<const BucketBloc
     const std::string where = std::string(fn) + ": tree view " + std::to_string(v);
     check_buckets(where.c_str(), buckets.middleRows(v * rows, rows), lengths_q, lengths_kv, n_q, n_kv, bias);
   }
-  for (int v = 1; v < views; ++v)
-    for (Index r = 0; r < rows; ++r) {
-      const std::int8_t* first = buckets.data() + r * buckets.outerStride();
-      const std::int8_t* mine = buckets.data() + (v * rows + r) * buckets.outerStride();
-      for (Index j = 0; j < n_kv; ++j)
-        if ((first[j] == -1) != (mine[j] == -1))
-          throw Error(error_prefix(fn) + "tree view " + std::to_string(v) + " has bucket " + std::to_string(mine[j]) +
-                      " at (sequence " + std::to_string(r / n_q) + ", query " + std::to_string(r % n_q) + ", key " +
-                      std::to_string(j) + ") where view 0 has " + std::to_string(first[j]) +
-                      ": the views of a sequence must mask the same pairs");
-    }
+  if (const auto m = first_view_mask_mismatch(buckets, views))
+    throw Error(error_prefix(fn) + "tree view " + std::to_string(m->view) + " has bucket " +
+                std::to_string(buckets(m->view * rows + m->row, m->col)) + " at (sequence " +
+                std::to_string(m->row / n_q) + ", query " + std::to_string(m->row % n_q) + ", key " +
+                std::to_string(m->col) + ") where view 0 has " + std::to_string(buckets(m->row, m->col)) +
+                ": the views of a sequence must mask the same pairs");
 }
 
 // The lengths must give one length per sequence of the inputs: `rows` rows

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,6 +274,26 @@ class BiasTerms {
   Scalar* view_logit_gradient_;
 };
 
+// Tree fusion: the `views` blocks stacked in `buckets` (equal rows each)
+// must mask the same pairs. The first pair at which a view v >= 1 and view
+// 0 disagree (v, the row within a block, the column), or none.
+struct ViewMaskMismatch {
+  int view = 0;
+  Index row = 0, col = 0;
+};
+inline std::optional<ViewMaskMismatch> first_view_mask_mismatch(const Eigen::Ref<const BucketBlock>& buckets,
+                                                                int views) {
+  const Index rows = buckets.rows() / views;
+  for (int v = 1; v < views; ++v)
+    for (Index r = 0; r < rows; ++r) {
+      const std::int8_t* first = buckets.data() + r * buckets.outerStride();
+      const std::int8_t* mine = buckets.data() + (v * rows + r) * buckets.outerStride();
+      for (Index j = 0; j < buckets.cols(); ++j)
+        if ((first[j] == -1) != (mine[j] == -1)) return ViewMaskMismatch{v, r, j};
+    }
+  return std::nullopt;
+}
+
 // w = softmax(view_logits) row by row: (weight_rows x views), or 1 x 1 = 1
 // without fusion. (Row r is head r's weights with per-head weights: the row
 // of head r is r.)
@@ -411,12 +432,12 @@ class BiasTableRef : public BiasTerms<Scalar> {
           throw Error(std::string("BiasTable::") + fn + ": buckets(" + std::to_string(i) + ", " + std::to_string(j) +
                       ") = " + std::to_string(v) + " is out of range [-1, " + std::to_string(nb) + ") for " +
                       this->options_->bucketing.describe());
-        if (i >= rows && (v == -1) != (buckets(i % rows, j) == -1))
-          throw Error(std::string("BiasTable::") + fn + ": tree view " + std::to_string(i / rows) + " has bucket " +
-                      std::to_string(v) + " at (" + std::to_string(i % rows) + ", " + std::to_string(j) +
-                      ") where view 0 has " + std::to_string(buckets(i % rows, j)) +
-                      ": the views must mask the same pairs");
       }
+    if (const auto m = first_view_mask_mismatch(buckets, nv))
+      throw Error(std::string("BiasTable::") + fn + ": tree view " + std::to_string(m->view) + " has bucket " +
+                  std::to_string(buckets(m->view * rows + m->row, m->col)) + " at (" + std::to_string(m->row) + ", " +
+                  std::to_string(m->col) + ") where view 0 has " + std::to_string(buckets(m->row, m->col)) +
+                  ": the views must mask the same pairs");
   }
 
   // The base's read-only storage, writable: a BiasTableRef is made from

@@ -18,10 +18,10 @@
 // refuse.
 //
 // Views: replace_trees replaces view 0 (`tree` and `heads`) and keeps the
-// others; add_tree_view appends one to `view_trees`. corrupt_trees and
-// tree_agreement work on view 0 only (`heads`, which only view 0 has): to
-// corrupt or score another view's trees, give a copy of the corpus that
-// view's file with replace_trees.
+// others; add_tree_view appends one to `view_trees`. corrupt_trees works on
+// view 0 only (`heads`, which only view 0 has): to corrupt another view's
+// trees, give a copy of the corpus that view's file with replace_trees.
+// tree_agreement scores any view against another corpus's view 0.
 #ifndef SYNATTN_DATA_TREE_SOURCE_HPP
 #define SYNATTN_DATA_TREE_SOURCE_HPP
 
@@ -162,20 +162,23 @@ inline void corrupt_trees(std::vector<TaggedSentence>& corpus, double p, const R
   corrupt_trees(corpus, p, stream, keys);
 }
 
-// Attachment agreement of two corpora's trees (view 0), word by word (UAS
-// of `used` against `gold` when `gold` holds the gold trees): the share, in
-// percent, of words whose heads agree; throws Error when the corpora differ
-// in sentences or words.
-inline double tree_agreement(const std::vector<TaggedSentence>& gold, const std::vector<TaggedSentence>& used) {
+// Attachment agreement of two corpora's trees, word by word (UAS of `used`
+// against `gold` when `gold` holds the gold trees): the share, in percent,
+// of words whose heads agree, `gold`'s view 0 against `used`'s view `view`;
+// throws Error when the corpora differ in sentences or words, or a sentence
+// of `used` has no such view.
+inline double tree_agreement(const std::vector<TaggedSentence>& gold, const std::vector<TaggedSentence>& used,
+                             int view = 0) {
   if (gold.size() != used.size())
     throw Error("tree_agreement: " + std::to_string(gold.size()) + " gold sentences but " +
                 std::to_string(used.size()) + " others");
   std::size_t words = 0, same = 0;
   for (std::size_t k = 0; k < gold.size(); ++k) {
-    if (gold[k].heads.size() != used[k].heads.size())
+    const std::vector<int>& heads = view == 0 ? used[k].heads : used[k].view_tree(view).heads();
+    if (gold[k].heads.size() != heads.size())
       throw Error("tree_agreement: sentence " + gold[k].id + " has " + std::to_string(gold[k].heads.size()) +
-                  " words but " + std::to_string(used[k].heads.size()) + " in the other corpus");
-    same += correct_heads(gold[k].heads, used[k].heads);
+                  " words but " + std::to_string(heads.size()) + " in the other corpus");
+    same += correct_heads(gold[k].heads, heads);
     words += gold[k].heads.size();
   }
   return words ? 100.0 * static_cast<double>(same) / static_cast<double>(words) : 100.0;
