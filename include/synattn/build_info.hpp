@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include "attention/path.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "kernels/isa.hpp"
@@ -20,7 +21,8 @@ namespace synattn {
 // e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX SSE, ...; compiled for: SSE4.1
 // SSE4.2 AVX AVX2 FMA; kernels: avx2 set (rows avx2, GEMM avx2, small linear
 // none), avx512 on request only; products: GEMM (avx2) from 16 x 16 x 16,
-// else Eigen; OpenMP: on, 2 threads; BLAS: no".
+// else Eigen; attention path: auto: fused above 64 MB of probabilities, ...;
+// OpenMP: on, 2 threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls
 // it: its compiler flags (-march, -fopenmp, SYNATTN_PORTABLE_KERNELS,
@@ -62,6 +64,7 @@ inline std::string build_info() {
   } catch (const Error&) {
     line += "unknown (SYNATTN_KERNEL_ISA holds a value this build or CPU cannot run)";  // the first kernel says so
   }
+  line += "; attention path: " + path_rule_text();
 #if defined(_OPENMP)
   line += "; OpenMP: on, " + std::to_string(max_threads()) + (max_threads() == 1 ? " thread" : " threads");
 #else

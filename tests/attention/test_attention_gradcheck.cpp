@@ -2,7 +2,8 @@
 // parameter and every input, over the option grid: shared / per-head tables;
 // linear, log, directed (and special-bucket) bucketing; causal; padding with a
 // length-0 and a length-1 sequence; key size != d_model / heads; talking heads
-// pre / post; frozen scale; frozen table; no bias; cross-attention.
+// pre / post; frozen scale; frozen table; no bias; cross-attention; each on
+// the materialized and (without talking heads) the fused training path.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
@@ -16,6 +17,7 @@
 #include "support/gradcheck.hpp"
 
 using synattn::AttentionOptions;
+using synattn::AttentionPath;
 using synattn::Bucketing;
 using synattn::SyntaxBiasedAttention;
 using synattn::TableInit;
@@ -126,8 +128,16 @@ TEST_CASE("every gradient matches central differences across the option grid", "
   const auto cases = grid();
   const int k = GENERATE(range(0, 17));
   REQUIRE(cases.size() == 17);
-  const GridCase& gc = cases[static_cast<std::size_t>(k)];
-  INFO("configuration: " << gc.label);
+  // Each configuration on both training paths (attention/path.hpp); talking
+  // heads have only the materialized one.
+  const AttentionPath path = GENERATE(AttentionPath::materialized, AttentionPath::fused);
+  GridCase gc = cases[static_cast<std::size_t>(k)];
+  if (path == AttentionPath::fused && (gc.options.talking_heads_pre || gc.options.talking_heads_post)) {
+    SUCCEED("talking heads: materialized path only");
+    return;
+  }
+  gc.options.path = path;
+  INFO("configuration: " << gc.label << ", " << synattn::to_string(path) << " path");
 
   std::mt19937 rng(1234 + k);
   SyntaxBiasedAttention<double> layer(gc.options);

@@ -80,11 +80,15 @@ class AttentionCache {
   const std::vector<int>& query_lengths() const noexcept { return lengths_q_; }
   const std::vector<int>& key_lengths() const noexcept { return lengths_kv_; }
 
+  // True when the last training forward pass took the fused path
+  // (attention/path.hpp): it kept no probabilities, so probabilities() is
+  // empty and backward() recomputes them.
+  bool fused_path() const noexcept { return fused_; }
+
   // The attention probabilities P = softmax(scores), (batch * heads * n_q,
-  // n_kv): block (b, head) is rows [(b * heads + head) * n_q, ... + n_q).
-  // Zero at masked keys and on rows with no visible key. With post-mixing
-  // talking heads this is the softmax output before the mixing. Always the
-  // probabilities before dropout: the dropped ones are never stored.
+  // n_kv), kept by a materialized training pass (empty after a fused one): block (b, head) is rows [(b * heads + head)
+  // * n_q, ... + n_q). Zero at masked keys and on rows with no visible key. With post-mixing talking heads this is the
+  // softmax output before the mixing. Always the probabilities before dropout: the dropped ones are never stored.
   const Matrix& probabilities() const noexcept { return probs_; }
   Eigen::Map<const Matrix> probabilities(Index b, int head) const {
     return Eigen::Map<const Matrix>(probs_.data() + ((b * heads_ + head) * n_q_) * n_kv_, n_q_, n_kv_);
@@ -108,6 +112,7 @@ class AttentionCache {
   bool filled_ = false;
   bool inference_ = false;  // last used as infer()'s workspace: nothing to differentiate
   bool cross_ = false;
+  bool fused_ = false;  // the fused path: no probs_, backward() recomputes P per row block
   AttentionFingerprint fingerprint_;
   CacheStamp stamp_;  // which layer filled it, and whether backward() has used it (util/layer_identity.hpp)
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
@@ -131,9 +136,11 @@ class AttentionCache {
   Matrix ctx_;                           // (batch * n_q, h*dv)
   BucketBlock buckets_;                  // (views * batch * n_q, n_kv) when the layer has a syntax bias
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
+                                         // (fused backward: two, P and dS)
   Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only
   std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:
-                                         // 1 / softmax row sums (forward), <p, dp> (backward)
+                                         // 1 / softmax row sums (forward), <p, dp> (backward;
+                                         // fused: then the recomputed 1 / row sums)
 
   // Backward workspace.
   Matrix dctx_;         // (batch * n_q, h*dv)

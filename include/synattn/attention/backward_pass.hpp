@@ -38,7 +38,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
   if (table_gradients()) c.hist_.resize(g.tasks(), histogram_width());
   if (mixing) c.mix_partial_.resize(g.batch, 2 * g.heads * g.heads);
   if (!mixing)
-    attend_backward_fused(c, g);
+    attend_backward_row_blocks(c, g);
   else
     attend_backward_mixed(c, g);
   input_projection_backward(c, dinput, grads);
@@ -72,38 +72,46 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
 // that stays in cache: one task per (sequence, head) walks the query rows in
 // blocks of at most kScoreBlockBytes (like the forward), adding each block's
 // share of dK and dV, so even n = 1024 works in L2. The cut depends on the
-// shape only: the same sums in the same order for every thread count.
+// shape only: the same sums in the same order for every thread count. On
+// the fused path each block's P is recomputed beside it (attention/path.hpp).
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::attend_backward_fused(Cache& c, const attention_detail::BlockGeometry& g) const {
+void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
+                                                               const attention_detail::BlockGeometry& g) const {
   using namespace attention_detail;
   const Index nq = g.n_q, nkv = g.n_kv;
-  const bool drop = c.dropout_;
+  const bool drop = c.dropout_, fused = c.fused_;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
   const Index rows = score_block_rows<Scalar>(nq, nkv);
-  const double work = double(g.tasks()) * double(nq) * double(nkv) * double(2 * (g.dk + g.dv));
+  // The fused path adds the forward's Q K^T (dk) and softmax per score.
+  const double work = double(g.tasks()) * double(nq) * double(nkv) *
+                      (double(2 * (g.dk + g.dv)) + (fused ? double(g.dk) + kSoftmaxWork : 0.0));
   const int team = team_size(work);
-  c.scratch_.resize(team * rows, nkv);
-  c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
+  const Index per_thread = fused ? 2 * rows : rows;
+  c.scratch_.resize(team * per_thread, nkv);
+  c.inv_sum_.resize(static_cast<std::size_t>(team * per_thread));
   c.dscore_.resize(0, 0);
   if (drop) c.dropped_.resize(team * rows, nkv);
-  const FusedBackwardTask<Scalar> task{g,
-                                       rows,
-                                       c.probs_,
-                                       c.ctx_,
-                                       c.dctx_,
-                                       c.qkv_,
-                                       c.cross_ ? c.kv_ : c.qkv_,
-                                       c.dqkv_,
-                                       c.cross_ ? c.dkv_ : c.dqkv_,
-                                       options_.syntax_bias ? c.buckets_.data() : nullptr,
-                                       table_gradients() ? &c.hist_ : nullptr,
-                                       histogram_slots(),
-                                       tree_views(),
-                                       drop ? &mask : nullptr,
-                                       inv_sqrt_dk_,
-                                       c.scratch_.data(),
-                                       drop ? c.dropped_.data() : nullptr,
-                                       c.inv_sum_.data()};
+  const std::optional<BiasTerms<Scalar>> terms =
+      fused && options_.syntax_bias ? std::optional<BiasTerms<Scalar>>(bias_terms(nullptr)) : std::nullopt;
+  const RowBlockBackwardTask<Scalar> task{g,
+                                          rows,
+                                          fused ? nullptr : &c.probs_,
+                                          c.ctx_,
+                                          c.dctx_,
+                                          c.qkv_,
+                                          c.cross_ ? c.kv_ : c.qkv_,
+                                          c.dqkv_,
+                                          c.cross_ ? c.dkv_ : c.dqkv_,
+                                          options_.syntax_bias ? c.buckets_.data() : nullptr,
+                                          terms ? &*terms : nullptr,
+                                          table_gradients() ? &c.hist_ : nullptr,
+                                          histogram_slots(),
+                                          tree_views(),
+                                          drop ? &mask : nullptr,
+                                          inv_sqrt_dk_,
+                                          c.scratch_.data(),
+                                          drop ? c.dropped_.data() : nullptr,
+                                          c.inv_sum_.data()};
   parallel_for_threads(g.tasks(), work, task);
 }
 
@@ -143,8 +151,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attent
   parallel_for(tasks, block * kSoftmaxWork, [&](Index t) {
     Scalar* task_hist = hist ? c.hist_.data() + t * c.hist_.cols() : nullptr;  // kHistogramCopies x slots
     if (hist) std::fill(task_hist, task_hist + c.hist_.cols(), Scalar(0));
-    softmax_backward_block<Scalar>(block_of(*dP, t, nq, nkv), c.probs_, buckets, task_hist, static_cast<int>(slots),
-                                   tree_views(), g, t / H, static_cast<int>(t % H), 0, nullptr);
+    softmax_backward_block<Scalar>(block_of(*dP, t, nq, nkv), block_of(c.probs_, t, nq, nkv).data(), buckets, task_hist,
+                                   static_cast<int>(slots), tree_views(), g, t / H, 0, nullptr);
     if (hist) fold_histogram(task_hist, slots);
   });
   Matrix* dR = dP;

@@ -126,22 +126,21 @@ void add_view_histograms(Eigen::Map<RowMajorMatrix<Scalar>> dS, const std::int8_
   }
 }
 
-// dS (m, n_kv) = P * (dP - <p_i, dp_i>) for query rows [r0, r0 + m) of block
-// (b, a), in place of dP (the kernel computes <p_i, dp_i> itself unless
+// dS (m, n_kv) = P * (dP - <p_i, dp_i>) for query rows [r0, r0 + m) of
+// sequence b (of any head), in place of dP (the kernel computes <p_i, dp_i> itself unless
 // `dots` (m) gives it); padding rows become 0. With `hist` (kHistogramCopies x
 // slots, slot 0 the masked pairs') the bucket sums of dS are added to it.
-// `probs` is the (B * h * n_q, n_kv) probabilities buffer, `buckets` the
-// cache's (B * n_q, n_kv) block (null without a syntax bias).
+// `P` is those rows' probabilities (m, n_kv), `buckets` the cache's
+// (B * n_q, n_kv) block (null without a syntax bias).
 //
 // Tree fusion (`views` > 1, `buckets` (views * B * n_q, n_kv)): the kernel
 // takes view 0's bucket sums; view v's follow at hist + (kHistogramCopies +
 // v - 1) * slots, one copy each (add_view_histograms).
 template <class Scalar>
-void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const RowMajorMatrix<Scalar>& probs,
-                            const std::int8_t* buckets, Scalar* hist, int slots, int views, const BlockGeometry& g,
-                            Index b, int a, Index r0, const Scalar* dots) {
+void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const Scalar* P, const std::int8_t* buckets,
+                            Scalar* hist, int slots, int views, const BlockGeometry& g, Index b, Index r0,
+                            const Scalar* dots) {
   const Index m = dS.rows(), nkv = g.n_kv, v = g.valid_rows(b, r0, m);
-  const Scalar* P = probs.data() + ((b * g.heads + a) * g.n_q + r0) * nkv;  // (m, n_kv)
   kernels::softmax_backward<Scalar>(P, nkv, dS.data(), nkv, bucket_row(buckets, nkv, b * g.n_q + r0), nkv, v, g.lk(b),
                                     g.causal_row0(r0), nkv, hist, slots, slots, dots);
   dS.bottomRows(m - v).setZero();
@@ -217,45 +216,62 @@ void fold_histogram(Scalar* hist, Index slots) {
 // thread's scratch block (dP, then dS): dV and dP from dctx, dS through the
 // softmax (with the bucket histogram), then dQ and the block's share of dK
 // (the first row block overwrites dK and dV, later ones add).
+//
+// Without `probs` (the fused path) each row block's P is recomputed first,
+// into the thread's second scratch block, by the forward's own steps on the
+// forward's row blocks (scores, bias and softmax, then the normalisation
+// the forward applied when it copied P out): bit for bit the P the
+// materialized path keeps.
 template <class Scalar>
-struct FusedBackwardTask {
+struct RowBlockBackwardTask {
   using Matrix = RowMajorMatrix<Scalar>;
   const BlockGeometry& g;
   Index rows;                       // query rows per block (score_block_rows)
-  const Matrix& probs;              // P (B * h * n_q, n_kv)
+  const Matrix* probs;              // P (B * h * n_q, n_kv); null: the fused path recomputes it
   const Matrix& ctx;                // (B * n_q, h * dv)
   const Matrix& dctx;               // (B * n_q, h * dv)
   const Matrix& qsrc;               // Q: qkv
   const Matrix& kvsrc;              // K and V: qkv (self) or kv (cross)
   Matrix& dqsrc;                    // dQ: dqkv, written
   Matrix& dkvsrc;                   // dK and dV: dqkv (self) or dkv (cross), written
-  const std::int8_t* buckets;       // (B * n_q, n_kv); null without a syntax bias
+  const std::int8_t* buckets;       // (views * B * n_q, n_kv); null without a syntax bias
+  const BiasTerms<Scalar>* table;   // the bias as the forward read it (fused path); null without a syntax bias
   Matrix* hist;                     // per task: kHistogramCopies x slots; null: no table gradient
   Index slots;                      // histogram slots per copy
   int views;                        // tree views of the bias (1 without fusion)
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Scalar inv_sqrt_dk;
-  Scalar* scratch;                  // per thread: (rows, n_kv)
+  Scalar* scratch;                  // per thread: (rows, n_kv); fused path: (2 * rows, n_kv), dS then P
   Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
-  Scalar* dots;                     // per thread: (rows)
+  Scalar* dots;                     // per thread: (rows); fused path: (2 * rows), the dots then 1 / row sums
 
   void operator()(Index t, int thread) const {
     using BlockMap = Eigen::Map<Matrix>;
     using ConstBlockMap = Eigen::Map<const Matrix>;
     const Index nq = g.n_q, nkv = g.n_kv, b = t / g.heads, lq = g.lq(b);
     const int a = static_cast<int>(t % g.heads);
+    const Index per_thread = probs ? rows : 2 * rows;
     Scalar* task_hist = hist ? hist->data() + t * hist->cols() : nullptr;  // kHistogramCopies x slots
     if (hist) std::fill(task_hist, task_hist + hist->cols(), Scalar(0));
     for (Index r0 = 0; r0 < std::max<Index>(lq, 1); r0 += rows) {
       const Index m = std::min(rows, nq - r0);
-      BlockMap dS(scratch + Index(thread) * rows * nkv, m, nkv);  // (m, n_kv): dP, then dS
+      Scalar* own = scratch + Index(thread) * per_thread * nkv;
+      BlockMap dS(own, m, nkv);  // (m, n_kv): dP, then dS
       const Accumulate acc = r0 > 0 ? Accumulate::add : Accumulate::overwrite;
-      const ConstBlockMap P(probs.data() + (t * nq + r0) * nkv, m, nkv);  // (m, n_kv)
+      Scalar* d = dots + Index(thread) * per_thread;  // (m)
+      const Scalar* p = probs ? probs->data() + (t * nq + r0) * nkv : own + rows * nkv;
+      if (!probs) {
+        BlockMap S(own + rows * nkv, m, nkv);  // (m, n_kv): the forward's scores, then P
+        Scalar* inv = d + rows;                // (m)
+        attention_scores<Scalar>(S, qsrc, kvsrc, g, b, a, r0, inv_sqrt_dk);
+        softmax_numerators_block<Scalar>(S, buckets, nkv, table, g, b, a, r0, inv);
+        kernels::scale_rows<Scalar>(S.data(), nkv, S.data(), nkv, m, nkv, inv, false);
+      }
+      const ConstBlockMap P(p, m, nkv);  // (m, n_kv)
       context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, g, b, a, r0, acc,
                                mask ? dropped + Index(thread) * rows * nkv : nullptr, mask);
-      Scalar* d = dots + Index(thread) * rows;  // (m)
       row_dots<Scalar>(d, dctx, ctx, g, b, a, r0, m);
-      softmax_backward_block<Scalar>(dS, probs, buckets, task_hist, static_cast<int>(slots), views, g, b, a, r0, d);
+      softmax_backward_block<Scalar>(dS, p, buckets, task_hist, static_cast<int>(slots), views, g, b, r0, d);
       score_backward<Scalar>(ConstBlockMap(dS.data(), m, nkv), qsrc, kvsrc, dqsrc, dkvsrc, g, b, a, r0, inv_sqrt_dk,
                              acc);
     }

@@ -36,8 +36,12 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
     c.kv_.resize(batch * n_kv, h * (dk_ + dv_));
   else
     c.kv_.resize(0, 0);
-  // Inference without talking heads never leaves the per-thread score blocks.
-  if (training || mixing)
+  // Inference without talking heads never leaves the per-thread score
+  // blocks, and neither does a training pass on the fused path
+  // (attention/path.hpp).
+  c.fused_ = training && attention_detail::takes_fused_path(
+                             options_.path, mixing, double(batch * h * n_q) * double(n_kv) * double(sizeof(Scalar)));
+  if ((training && !c.fused_) || mixing)
     c.probs_.resize(batch * h * n_q, n_kv);
   else
     c.probs_.resize(0, 0);
@@ -125,7 +129,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
                                                 table ? mb : nullptr, mix_gain);
   }
   if (!options_.talking_heads_pre && !options_.talking_heads_post)
-    attend_fused(c, g, buckets, table, pass);
+    attend_row_blocks(c, g, buckets, table, pass);
   else
     attend_mixed(c, g, buckets, table);
   project_output(c, out);
@@ -171,9 +175,10 @@ void SyntaxBiasedAttention<Scalar>::project_inputs(Cache& c, const Eigen::Ref<co
 // L2 (a 1024 x 1024 float block is 4 MB). The cut depends on the shape only,
 // so results stay the same for every thread count.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::attend_fused(Cache& c, const attention_detail::BlockGeometry& g,
-                                                 const Eigen::Ref<const BucketBlock>& buckets,
-                                                 const BiasTerms<Scalar>* table, attention_detail::Pass pass) const {
+void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_detail::BlockGeometry& g,
+                                                      const Eigen::Ref<const BucketBlock>& buckets,
+                                                      const BiasTerms<Scalar>* table,
+                                                      attention_detail::Pass pass) const {
   using namespace attention_detail;
   const Index nq = g.n_q, nkv = g.n_kv;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
@@ -186,21 +191,21 @@ void SyntaxBiasedAttention<Scalar>::attend_fused(Cache& c, const attention_detai
   // Streaming stores for P once it clearly outgrows the caches (measured at
   // 16 MB, (1, 1024, 256, 4): forward + backward 1.15x -> 1.10x its GEMMs).
   const bool stream_probs = double(c.probs_.size()) * sizeof(Scalar) > double(kStreamingBytes);
-  const FusedForwardTask<Scalar> task{g,
-                                      rows,
-                                      row_blocks,
-                                      c.qkv_,
-                                      c.cross_ ? c.kv_ : c.qkv_,
-                                      buckets.data(),
-                                      buckets.outerStride(),
-                                      table,
-                                      inv_sqrt_dk_,
-                                      c.dropout_ ? &mask : nullptr,
-                                      pass == Pass::training ? &c.probs_ : nullptr,
-                                      stream_probs,
-                                      c.scratch_.data(),
-                                      c.inv_sum_.data(),
-                                      c.ctx_};
+  const RowBlockForwardTask<Scalar> task{g,
+                                         rows,
+                                         row_blocks,
+                                         c.qkv_,
+                                         c.cross_ ? c.kv_ : c.qkv_,
+                                         buckets.data(),
+                                         buckets.outerStride(),
+                                         table,
+                                         inv_sqrt_dk_,
+                                         c.dropout_ ? &mask : nullptr,
+                                         pass == Pass::training && !c.fused_ ? &c.probs_ : nullptr,
+                                         stream_probs,
+                                         c.scratch_.data(),
+                                         c.inv_sum_.data(),
+                                         c.ctx_};
   parallel_for_threads(g.tasks() * row_blocks, work, task);
 }
 

@@ -149,7 +149,7 @@ void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& ma
 // in cache from QK^T to P V: scores, bias + mask + softmax numerators,
 // ctx = P V, and for a training pass P copied out normalised.
 template <class Scalar>
-struct FusedForwardTask {
+struct RowBlockForwardTask {
   using Matrix = RowMajorMatrix<Scalar>;
   const BlockGeometry& g;
   Index rows;                   // query rows per block (score_block_rows)

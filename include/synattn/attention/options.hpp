@@ -7,6 +7,7 @@
 
 #include "../bias/bias_table.hpp"
 #include "../error.hpp"
+#include "path.hpp"
 
 namespace synattn {
 
@@ -60,6 +61,13 @@ struct AttentionOptions {
   // propagates to the output rows that read it, as in PyTorch.
   bool check_finite = true;
 
+  // Which training path keeps what backward() needs (attention/path.hpp):
+  // automatic (the default) lets SYNATTN_ATTENTION_PATH, then the measured
+  // rule, decide; fused keeps memory linear in the sequence length
+  // (refused with talking heads); materialized keeps the probabilities,
+  // which the cache's probabilities() then shows.
+  AttentionPath path = AttentionPath::automatic;
+
   // Seed of the projection weights' initialisation (nn.Linear's default:
   // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases).
   std::uint64_t seed = 0x5eedu;
@@ -84,6 +92,12 @@ struct AttentionOptions {
     // Negated test: also rejects NaN.
     if (!(dropout >= 0.0 && dropout < 1.0))
       throw Error(w + "dropout must be a probability in [0, 1), got " + std::to_string(dropout));
+    if (path != AttentionPath::automatic && path != AttentionPath::fused && path != AttentionPath::materialized)
+      throw Error(w + "path is not an AttentionPath value (" + std::to_string(static_cast<int>(path)) + ")");
+    if (path == AttentionPath::fused && (talking_heads_pre || talking_heads_post))
+      throw Error(w +
+                  "path fused cannot run talking heads (they mix every head's whole score block); use "
+                  "materialized or automatic");
     if (syntax_bias) bias.validate("AttentionOptions.bias");
   }
 };

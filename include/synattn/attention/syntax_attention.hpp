@@ -211,9 +211,9 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
                     const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
                     Eigen::Ref<Matrix> out) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
-  void attend_fused(Cache& cache, const attention_detail::BlockGeometry& g,
-                    const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,
-                    attention_detail::Pass pass) const;
+  void attend_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g,
+                         const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,
+                         attention_detail::Pass pass) const;
   void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
                     const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table) const;
   void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
@@ -231,7 +231,7 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
                      const GradientTarget& gradients) const;
   void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
                                   const GradientTarget& gradients) const;
-  void attend_backward_fused(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void attend_backward_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g) const;
   void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
   // Writes dinput.dx, and dinput.dmemory for a cross-attention cache.
   void input_projection_backward(Cache& cache, const InputGradients& dinput, const GradientTarget& gradients) const;
