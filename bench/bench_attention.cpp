@@ -604,22 +604,14 @@ void BM_ThreadRatio(benchmark::State& state, std::size_t shape_index, bool backw
   state.SetLabel(w.source);
 }
 
-// Tree fusion's cost: forward + backward of a layer fusing `views` trees
-// against the same layer with one, interleaved, at one thread. Views 1..
-// are the workload's buckets moved by one (b -> (b + 1) mod 11 on every
-// visible pair): other trees' buckets with the same mask, which is all the
-// kernels see. Counters: one_view_ms, fused_ms (medians) and ratio.
-void BM_FusionCost(benchmark::State& state, std::size_t shape_index, int views) {
-  const Workload& w = workload(shape_index);
+// Forward + backward of layer `a` and of layer `b` on the workload,
+// interleaved (a, b, a, b, ...) at one thread so that both see the same
+// machine; each with its own bucket block. Sets the iteration time to b's
+// and returns both medians in seconds.
+std::pair<double, double> interleaved_fwdbwd(benchmark::State& state, const Workload& w,
+                                             synattn::SyntaxBiasedAttention<Scalar>& a, const Buckets& a_buckets,
+                                             synattn::SyntaxBiasedAttention<Scalar>& b, const Buckets& b_buckets) {
   use_threads(1);
-  synattn::AttentionOptions fused_options = layer_options(w.shape);
-  fused_options.bias.fusion.views = views;
-  synattn::SyntaxBiasedAttention<Scalar> one(layer_options(w.shape)), fused(fused_options);
-  Buckets stacked(views * w.buckets.rows(), w.buckets.cols());
-  const int nb = one.num_buckets();
-  for (int v = 0; v < views; ++v)
-    stacked.middleRows(v * w.buckets.rows(), w.buckets.rows()) =
-        w.buckets.unaryExpr([&](std::int8_t b) { return b < 0 ? b : static_cast<std::int8_t>((b + v) % nb); });
   synattn::AttentionCache<Scalar> cache;
   Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
   const auto run_layer = [&](synattn::SyntaxBiasedAttention<Scalar>& layer, const Buckets& buckets) {
@@ -631,18 +623,56 @@ void BM_FusionCost(benchmark::State& state, std::size_t shape_index, int views) 
     benchmark::ClobberMemory();
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  run_layer(one, w.buckets);
-  run_layer(fused, stacked);
-  std::vector<double> single, many;
+  run_layer(a, a_buckets);
+  run_layer(b, b_buckets);
+  std::vector<double> first, second;
   for (auto _ : state) {
-    single.push_back(run_layer(one, w.buckets));
-    many.push_back(run_layer(fused, stacked));
-    state.SetIterationTime(many.back());
+    first.push_back(run_layer(a, a_buckets));
+    second.push_back(run_layer(b, b_buckets));
+    state.SetIterationTime(second.back());
   }
   use_threads(g_default_threads);
-  state.counters["one_view_ms"] = median(single) * 1e3;
-  state.counters["fused_ms"] = median(many) * 1e3;
-  state.counters["ratio"] = median(many) / median(single);
+  return {median(first), median(second)};
+}
+
+// Tree fusion's cost: forward + backward of a layer fusing `views` trees
+// against the same layer with one, interleaved, at one thread. Views 1..
+// are the workload's buckets moved by one (b -> (b + 1) mod 11 on every
+// visible pair): other trees' buckets with the same mask, which is all the
+// kernels see. Counters: one_view_ms, fused_ms (medians) and ratio.
+void BM_FusionCost(benchmark::State& state, std::size_t shape_index, int views) {
+  const Workload& w = workload(shape_index);
+  synattn::AttentionOptions fused_options = layer_options(w.shape);
+  fused_options.bias.fusion.views = views;
+  synattn::SyntaxBiasedAttention<Scalar> one(layer_options(w.shape)), fused(fused_options);
+  Buckets stacked(views * w.buckets.rows(), w.buckets.cols());
+  const int nb = one.num_buckets();
+  for (int v = 0; v < views; ++v)
+    stacked.middleRows(v * w.buckets.rows(), w.buckets.rows()) =
+        w.buckets.unaryExpr([&](std::int8_t b) { return b < 0 ? b : static_cast<std::int8_t>((b + v) % nb); });
+  const auto [single, many] = interleaved_fwdbwd(state, w, one, w.buckets, fused, stacked);
+  state.counters["one_view_ms"] = single * 1e3;
+  state.counters["fused_ms"] = many * 1e3;
+  state.counters["ratio"] = many / single;
+  state.SetLabel(w.source);
+}
+
+// The two training paths (attention/path.hpp): forward + backward on the
+// fused path against the materialized one, interleaved, at one thread.
+// Counters: materialized_ms, fused_ms (medians) and ratio (fused /
+// materialized), and P's size, which the automatic rule reads.
+void BM_PathCost(benchmark::State& state, std::size_t shape_index) {
+  const Workload& w = workload(shape_index);
+  synattn::AttentionOptions m_options = layer_options(w.shape), f_options = layer_options(w.shape);
+  m_options.path = synattn::AttentionPath::materialized;
+  f_options.path = synattn::AttentionPath::fused;
+  synattn::SyntaxBiasedAttention<Scalar> materialized(m_options), fused(f_options);
+  const auto [m, f] = interleaved_fwdbwd(state, w, materialized, w.buckets, fused, w.buckets);
+  state.counters["materialized_ms"] = m * 1e3;
+  state.counters["fused_ms"] = f * 1e3;
+  state.counters["ratio"] = f / m;
+  state.counters["probs_MB"] =
+      double(w.shape.batch) * w.shape.heads * double(w.shape.n) * w.shape.n * sizeof(Scalar) / (1024.0 * 1024.0);
   state.SetLabel(w.source);
 }
 
@@ -728,6 +758,11 @@ void register_all() {
       benchmark::RegisterBenchmark(
           ("fma_peak/" + std::string(fma_kernels()[k].isa) + "/omp:" + std::to_string(t)).c_str(), BM_FmaPeak, k, t)
           ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+  for (std::size_t i = 0; i < shapes().size(); ++i)
+    if (!shapes()[i].latency && !g_busy)
+      benchmark::RegisterBenchmark(("path/fwdbwd/" + shapes()[i].name() + "/omp:1").c_str(), BM_PathCost, i)
+          ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
   for (std::size_t i = 0; i < shapes().size(); ++i) {
     const Shape& s = shapes()[i];

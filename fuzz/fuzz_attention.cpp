@@ -125,6 +125,10 @@ AttentionOptions draw_options(Draw& d, bool cross) {
     default:
       break;
   }
+  // The training path, drawn after fusion for the same reason: the fused
+  // path recomputes P in backward(); with talking heads it is refused.
+  o.path = static_cast<synattn::AttentionPath>(d.small(0, 2));
+  if (o.path == synattn::AttentionPath::fused && (o.talking_heads_pre || o.talking_heads_post)) d.tame = false;
   return o;
 }
 

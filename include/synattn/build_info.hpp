@@ -21,7 +21,7 @@ namespace synattn {
 // e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX SSE, ...; compiled for: SSE4.1
 // SSE4.2 AVX AVX2 FMA; kernels: avx2 set (rows avx2, GEMM avx2, small linear
 // none), avx512 on request only; products: GEMM (avx2) from 16 x 16 x 16,
-// else Eigen; attention path: auto: fused above 64 MB of probabilities, ...;
+// else Eigen; attention path: auto: fused above 16 MB of probabilities, ...;
 // OpenMP: on, 2 threads; BLAS: no".
 //
 // synattn is header-only, so this describes the translation unit that calls

@@ -50,10 +50,12 @@ inline const char* to_string(AttentionPath p) noexcept {
 namespace attention_detail {
 
 // Above this many bytes of probabilities the automatic rule takes the fused
-// path. Measured (bench_attention path/, docs/guide.md "Two training paths"):
-// below it the materialized path's P still streams through memory faster
-// than the fused path recomputes it.
-constexpr double kFusedPathBytes = 64.0 * 1024 * 1024;
+// path. Measured (bench_attention path/, forward + backward at one thread,
+// float, docs/guide.md "Two training paths"): fused / materialized was
+// 1.01x at 1 MB of P, 1.06x at 8 MB, 1.10x at 16 MB (1 x 1024, d_model 256,
+// 4 heads) and 0.80x at 32 MB (4 x 512, d_model 512, 8 heads): below it the
+// stored P still streams back faster than the fused path recomputes it.
+constexpr double kFusedPathBytes = 16.0 * 1024 * 1024;
 
 // SYNATTN_ATTENTION_PATH as a path (automatic when unset or empty); throws
 // synattn::Error on any other value.
@@ -95,7 +97,7 @@ inline bool takes_fused_path(AttentionPath requested, bool mixing, double probab
 
 }  // namespace attention_detail
 
-// The rule in words, for build_info(): "auto: fused above 64 MB of
+// The rule in words, for build_info(): "auto: fused above 16 MB of
 // probabilities, materialized below and with talking heads" (or the
 // environment's forced path).
 inline std::string path_rule_text() {
