@@ -86,9 +86,11 @@ class AttentionCache {
   bool fused_path() const noexcept { return fused_; }
 
   // The attention probabilities P = softmax(scores), (batch * heads * n_q,
-  // n_kv), kept by a materialized training pass (empty after a fused one): block (b, head) is rows [(b * heads + head)
-  // * n_q, ... + n_q). Zero at masked keys and on rows with no visible key. With post-mixing talking heads this is the
-  // softmax output before the mixing. Always the probabilities before dropout: the dropped ones are never stored.
+  // n_kv), kept by a materialized training pass (empty after a fused one):
+  // block (b, head) is rows [(b * heads + head) * n_q, ... + n_q). Zero at
+  // masked keys and on rows with no visible key. With post-mixing talking
+  // heads this is the softmax output before the mixing. Always the
+  // probabilities before dropout: the dropped ones are never stored.
   const Matrix& probabilities() const noexcept { return probs_; }
   Eigen::Map<const Matrix> probabilities(Index b, int head) const {
     return Eigen::Map<const Matrix>(probs_.data() + ((b * heads_ + head) * n_q_) * n_kv_, n_q_, n_kv_);

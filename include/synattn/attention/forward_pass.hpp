@@ -19,6 +19,9 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   const bool training = pass == attention_detail::Pass::training;
   const Index h = options_.heads;
   const bool mixing = options_.talking_heads_pre || options_.talking_heads_post;
+  // Decided before the cache is touched: a bad SYNATTN_ATTENTION_PATH throws here.
+  const bool fused = training && attention_detail::takes_fused_path(
+                                     options_.path, mixing, double(batch * h * n_q) * double(n_kv) * sizeof(Scalar));
   c.filled_ = false;
   c.stamp_.clear();
   c.inference_ = !training;
@@ -39,9 +42,8 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   // Inference without talking heads never leaves the per-thread score
   // blocks, and neither does a training pass on the fused path
   // (attention/path.hpp).
-  c.fused_ = training && attention_detail::takes_fused_path(
-                             options_.path, mixing, double(batch * h * n_q) * double(n_kv) * double(sizeof(Scalar)));
-  if ((training && !c.fused_) || mixing)
+  c.fused_ = fused;
+  if ((training && !fused) || mixing)
     c.probs_.resize(batch * h * n_q, n_kv);
   else
     c.probs_.resize(0, 0);

@@ -30,7 +30,6 @@
 #include <string>
 
 #include "../error.hpp"
-#include "../matrix.hpp"
 
 namespace synattn {
 
@@ -90,7 +89,7 @@ inline AttentionPath environment_path() {
 // the materialized path's P would have.
 inline bool takes_fused_path(AttentionPath requested, bool mixing, double probability_bytes) {
   if (mixing) return false;
-  AttentionPath p = requested != AttentionPath::automatic ? requested : environment_path();
+  const AttentionPath p = requested != AttentionPath::automatic ? requested : environment_path();
   if (p == AttentionPath::automatic) return probability_bytes > kFusedPathBytes;
   return p == AttentionPath::fused;
 }
@@ -98,11 +97,9 @@ inline bool takes_fused_path(AttentionPath requested, bool mixing, double probab
 }  // namespace attention_detail
 
 // The rule in words, for build_info(): "auto: fused above 16 MB of
-// probabilities, materialized below and with talking heads" (or the
-// environment's forced path).
+// probabilities, else materialized; talking heads always materialized", or
+// the path SYNATTN_ATTENTION_PATH forces.
 inline std::string path_rule_text() {
-  std::string rule = "fused above " + std::to_string(int(attention_detail::kFusedPathBytes / (1024 * 1024))) +
-                     " MB of probabilities, else materialized; talking heads always materialized";
   try {
     const AttentionPath env = attention_detail::environment_path();
     if (env != AttentionPath::automatic)
@@ -110,7 +107,8 @@ inline std::string path_rule_text() {
   } catch (const Error&) {
     return "unknown (SYNATTN_ATTENTION_PATH holds a value other than fused, materialized or auto)";
   }
-  return "auto: " + rule;
+  return "auto: fused above " + std::to_string(int(attention_detail::kFusedPathBytes / (1024 * 1024))) +
+         " MB of probabilities, else materialized; talking heads always materialized";
 }
 
 }  // namespace synattn
