@@ -18,7 +18,11 @@
 #endif
 
 #if defined(SYNATTN_TEST_ASAN)
-#include <sanitizer/allocator_interface.h>
+#include <cstddef>
+// The ASan runtime defines this whichever compiler links it; GCC installs no
+// <sanitizer/allocator_interface.h> to declare it (clang's compiler-rt does),
+// so the declaration is written here.
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #elif defined(__GLIBC__)
 #include <malloc.h>
 #endif
