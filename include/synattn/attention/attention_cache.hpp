@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "../bias/packed_buckets.hpp"
 #include "../matrix.hpp"
 #include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
+#include "key_windows.hpp"
 
 namespace synattn {
 
@@ -79,6 +81,8 @@ class AttentionCache {
   int heads() const noexcept { return heads_; }
   const std::vector<int>& query_lengths() const noexcept { return lengths_q_; }
   const std::vector<int>& key_lengths() const noexcept { return lengths_kv_; }
+  // True when the pass read packed documents (PackedSelfAttentionInput).
+  bool packed_input() const noexcept { return packed_input_; }
 
   // True when the last training forward pass took the fused path
   // (attention/path.hpp): it kept no probabilities, so probabilities() is
@@ -137,6 +141,10 @@ class AttentionCache {
   Matrix mixed_;                         // post-mixing talking heads: mixed P
   Matrix ctx_;                           // (batch * n_q, h*dv)
   BucketBlock buckets_;                  // (views * batch * n_q, n_kv) when the layer has a syntax bias
+  bool packed_input_ = false;            // packed documents: packed_ and windows_ instead of buckets_
+  PackedBuckets packed_;                 // a training pass's packing
+  attention_detail::KeyWindows windows_;  // its row blocks and their key ranges
+  std::vector<std::int8_t> tiles_;        // (threads * rows, widest range): per-thread bucket tiles
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
                                          // (fused backward: two, P and dS)
   Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only

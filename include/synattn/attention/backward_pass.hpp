@@ -81,16 +81,25 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
   const Index nq = g.n_q, nkv = g.n_kv;
   const bool drop = c.dropout_, fused = c.fused_;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
-  const Index rows = score_block_rows<Scalar>(nq, nkv);
+  // Packed documents: the forward's row blocks, each on its key range.
+  const KeyWindows* windows = c.packed_input_ ? &c.windows_ : nullptr;
+  const Index rows = windows ? windows->rows : score_block_rows<Scalar>(nq, nkv);
+  const Index cols = windows ? windows->max_span : nkv;  // of a score block
   // The fused path adds the forward's Q K^T (dk) and softmax per score.
-  const double work = double(g.tasks()) * double(nq) * double(nkv) *
-                      (double(2 * (g.dk + g.dv)) + (fused ? double(g.dk) + kSoftmaxWork : 0.0));
+  double scores = double(g.tasks()) * double(nq) * double(nkv);
+  if (windows) {
+    scores = 0;
+    for (const KeyWindow& k : windows->blocks) scores += double(k.m) * double(k.span);
+    scores *= double(g.heads);
+  }
+  const double work = scores * (double(2 * (g.dk + g.dv)) + (fused ? double(g.dk) + kSoftmaxWork : 0.0));
   const int team = team_size(work);
   const Index per_thread = fused ? 2 * rows : rows;
-  c.scratch_.resize(team * per_thread, nkv);
+  c.scratch_.resize(team * per_thread, cols);
   c.inv_sum_.resize(static_cast<std::size_t>(team * per_thread));
   c.dscore_.resize(0, 0);
-  if (drop) c.dropped_.resize(team * rows, nkv);
+  if (drop) c.dropped_.resize(team * rows, cols);
+  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * rows * cols));
   const std::optional<BiasTerms<Scalar>> terms =
       fused && options_.syntax_bias ? std::optional<BiasTerms<Scalar>>(bias_terms(nullptr)) : std::nullopt;
   const RowBlockBackwardTask<Scalar> task{g,
@@ -111,7 +120,10 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
                                           inv_sqrt_dk_,
                                           c.scratch_.data(),
                                           drop ? c.dropped_.data() : nullptr,
-                                          c.inv_sum_.data()};
+                                          c.inv_sum_.data(),
+                                          windows,
+                                          windows ? &c.packed_ : nullptr,
+                                          windows ? c.tiles_.data() : nullptr};
   parallel_for_threads(g.tasks(), work, task);
 }
 

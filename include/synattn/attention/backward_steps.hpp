@@ -51,7 +51,8 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
                       const RowMajorMatrix<Scalar>& dctx, const RowMajorMatrix<Scalar>& kvsrc,
                       RowMajorMatrix<Scalar>& dkvsrc, const BlockGeometry& g, Index b, int a, Index r0,
                       Accumulate acc, Scalar* dropped, const DropoutMask<Scalar>* mask) {
-  const Index m = dP.rows(), nkv = g.n_kv, dv = g.dv, v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  // nkv: the block's score columns and dV rows (a packed row block: its key range).
+  const Index m = dP.rows(), nkv = g.ld(), dv = g.dv, v = g.valid_rows(b, r0, m), lk = g.keys(b);
   const bool add = acc == Accumulate::add;
   // Blocks are formed only when non-empty (a block of an empty matrix at a
   // column offset is arithmetic on a null pointer; found by fuzz_attention).
@@ -59,25 +60,25 @@ void context_backward(Eigen::Map<RowMajorMatrix<Scalar>> dP, Eigen::Map<const Ro
     dP.bottomRows(m - v).setZero();
     return;
   }
-  auto dV = dkvsrc.block(b * nkv, g.v_off + a * dv, nkv, dv);        // (n_kv, dv)
+  auto dV = dkvsrc.block(g.key_row(b), g.v_off + a * dv, nkv, dv);  // (n_kv, dv)
   if (m == 0) {
     if (!add) dV.setZero();
     return;
   }
   if (v > 0 && lk > 0) {
     const auto dC = dctx.block(b * g.n_q + r0, a * dv, v, dv);       // (v, dv)
-    const auto V = kvsrc.block(b * nkv, g.v_off + a * dv, lk, dv);   // (lk, dv)
+    const auto V = kvsrc.block(g.key_row(b), g.v_off + a * dv, lk, dv);  // (lk, dv)
     kernels::product<Scalar>(dP.topLeftCorner(v, lk), dC, V,
                              kernels::Transpose::rhs);  // (v, lk): dP', or dP~ without dropout
     if (dropped) {
       // Element (r0 + i, j) of head a of sequence b: the forward's stream and
       // counters (dropout_block in forward_steps.hpp).
       const RandomStream seq = mask->stream->sequence(static_cast<std::uint64_t>(b));
-      const std::uint64_t first = static_cast<std::uint64_t>((a * g.lq(b) + r0) * lk);
-      kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, seq, first, static_cast<std::uint64_t>(lk),
-                                    mask->threshold, mask->keep_scale);  // P' (v, lk)
-      kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, seq, first, static_cast<std::uint64_t>(lk),
-                                    mask->threshold, mask->keep_scale);  // dP~ (v, lk)
+      const std::uint64_t first = dropout_counter(g, b, a, r0), stride = static_cast<std::uint64_t>(g.lk(b));
+      kernels::dropout_rows<Scalar>(dropped, nkv, P.data(), nkv, v, lk, seq, first, stride, mask->threshold,
+                                    mask->keep_scale);  // P' (v, lk)
+      kernels::dropout_rows<Scalar>(dP.data(), nkv, dP.data(), nkv, v, lk, seq, first, stride, mask->threshold,
+                                    mask->keep_scale);  // dP~ (v, lk)
     }
     // (m, n_kv): the P that multiplied V.
     const Eigen::Map<const RowMajorMatrix<Scalar>> Pd(dropped ? dropped : P.data(), m, nkv);
@@ -140,9 +141,9 @@ template <class Scalar>
 void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const Scalar* P, const std::int8_t* buckets,
                             Scalar* hist, int slots, int views, const BlockGeometry& g, Index b, Index r0,
                             const Scalar* dots) {
-  const Index m = dS.rows(), nkv = g.n_kv, v = g.valid_rows(b, r0, m);
-  kernels::softmax_backward<Scalar>(P, nkv, dS.data(), nkv, bucket_row(buckets, nkv, b * g.n_q + r0), nkv, v, g.lk(b),
-                                    g.causal_row0(r0), nkv, hist, slots, slots, dots);
+  const Index m = dS.rows(), ld = g.ld(), v = g.valid_rows(b, r0, m);
+  kernels::softmax_backward<Scalar>(P, ld, dS.data(), ld, g.bucket_rows(buckets, g.n_kv, b, r0), g.bucket_ld(g.n_kv), v,
+                                    g.keys(b), g.causal_row0(r0), ld, hist, slots, slots, dots);
   dS.bottomRows(m - v).setZero();
   if (hist && views > 1) add_view_histograms<Scalar>(dS, buckets, hist, slots, views, g, b, r0);
 }
@@ -154,11 +155,12 @@ template <class Scalar>
 void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorMatrix<Scalar>& qsrc,
                     const RowMajorMatrix<Scalar>& kvsrc, RowMajorMatrix<Scalar>& dqsrc, RowMajorMatrix<Scalar>& dkvsrc,
                     const BlockGeometry& g, Index b, int a, Index r0, Scalar inv_sqrt_dk, Accumulate acc) {
-  const Index m = dR.rows(), nkv = g.n_kv, dk = g.dk, v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  // nkv: the block's score columns and dK rows (a packed row block: its key range).
+  const Index m = dR.rows(), nkv = g.ld(), dk = g.dk, v = g.valid_rows(b, r0, m), lk = g.keys(b);
   const bool add = acc == Accumulate::add;
   // Blocks are formed only when non-empty (see context_backward).
   if (m == 0) {
-    if (!add && nkv > 0) dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk).setZero();
+    if (!add && nkv > 0) dkvsrc.block(g.key_row(b), g.k_off + a * dk, nkv, dk).setZero();
     return;
   }
   auto dQ = dqsrc.block(b * g.n_q + r0, a * dk, m, dk);            // (m, dk)
@@ -166,10 +168,10 @@ void score_backward(Eigen::Map<const RowMajorMatrix<Scalar>> dR, const RowMajorM
     dQ.setZero();
     return;
   }
-  auto dK = dkvsrc.block(b * nkv, g.k_off + a * dk, nkv, dk);      // (n_kv, dk)
+  auto dK = dkvsrc.block(g.key_row(b), g.k_off + a * dk, nkv, dk);  // (n_kv, dk)
   if (v > 0 && lk > 0) {
     const auto Q = qsrc.block(b * g.n_q + r0, a * dk, v, dk);      // (v, dk)
-    const auto K = kvsrc.block(b * nkv, g.k_off + a * dk, lk, dk); // (lk, dk)
+    const auto K = kvsrc.block(g.key_row(b), g.k_off + a * dk, lk, dk);  // (lk, dk)
     kernels::product<Scalar>(dQ.topRows(v), dR.topLeftCorner(v, lk), K, kernels::Transpose::none,
                              kernels::Accumulate::overwrite, inv_sqrt_dk);  // (v, dk)
     if (add)
@@ -245,40 +247,70 @@ struct RowBlockBackwardTask {
   Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
   Scalar* dots;                     // per thread: (rows); fused path: (2 * rows), the dots then 1 / row sums
 
+  const KeyWindows* windows = nullptr;  // packed input: its row blocks (then probs is null)
+  const PackedBuckets* packed = nullptr;
+  std::int8_t* tiles = nullptr;  // packed input: per thread (rows, the widest range)
+
   void operator()(Index t, int thread) const {
-    using BlockMap = Eigen::Map<Matrix>;
-    using ConstBlockMap = Eigen::Map<const Matrix>;
-    const Index nq = g.n_q, nkv = g.n_kv, b = t / g.heads, lq = g.lq(b);
+    const Index nq = g.n_q, b = t / g.heads, lq = g.lq(b);
     const int a = static_cast<int>(t % g.heads);
-    const Index per_thread = probs ? rows : 2 * rows;
     Scalar* task_hist = hist ? hist->data() + t * hist->cols() : nullptr;  // kHistogramCopies x slots
     if (hist) std::fill(task_hist, task_hist + hist->cols(), Scalar(0));
-    for (Index r0 = 0; r0 < std::max<Index>(lq, 1); r0 += rows) {
-      const Index m = std::min(rows, nq - r0);
-      Scalar* own = scratch + Index(thread) * per_thread * nkv;
-      BlockMap dS(own, m, nkv);  // (m, n_kv): dP, then dS
-      const Accumulate acc = r0 > 0 ? Accumulate::add : Accumulate::overwrite;
-      Scalar* d = dots + Index(thread) * per_thread;  // (m)
-      const Scalar* p = probs ? probs->data() + (t * nq + r0) * nkv : own + rows * nkv;
-      if (!probs) {
-        BlockMap S(own + rows * nkv, m, nkv);  // (m, n_kv): the forward's scores, then P
-        Scalar* inv = d + rows;                // (m)
-        attention_scores<Scalar>(S, qsrc, kvsrc, g, b, a, r0, inv_sqrt_dk);
-        softmax_numerators_block<Scalar>(S, buckets, nkv, table, g, b, a, r0, inv);
-        kernels::scale_rows<Scalar>(S.data(), nkv, S.data(), nkv, m, nkv, inv, false);
+    if (windows) {
+      // Row blocks' key ranges overlap, so every block adds its share of this
+      // head's dK and dV, zeroed first.
+      if (g.n_kv > 0) {
+        dkvsrc.block(b * g.n_kv, g.k_off + a * g.dk, g.n_kv, g.dk).setZero();
+        dkvsrc.block(b * g.n_kv, g.v_off + a * g.dv, g.n_kv, g.dv).setZero();
       }
-      const ConstBlockMap P(p, m, nkv);  // (m, n_kv)
-      context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, g, b, a, r0, acc,
-                               mask ? dropped + Index(thread) * rows * nkv : nullptr, mask);
-      row_dots<Scalar>(d, dctx, ctx, g, b, a, r0, m);
-      softmax_backward_block<Scalar>(dS, p, buckets, task_hist, static_cast<int>(slots), views, g, b, r0, d);
-      score_backward<Scalar>(ConstBlockMap(dS.data(), m, nkv), qsrc, kvsrc, dqsrc, dkvsrc, g, b, a, r0, inv_sqrt_dk,
-                             acc);
+      const std::size_t first = static_cast<std::size_t>(windows->first[static_cast<std::size_t>(b)]);
+      const std::size_t last = static_cast<std::size_t>(windows->first[static_cast<std::size_t>(b) + 1]);
+      for (std::size_t i = first; i < last; ++i) {
+        const KeyWindow& k = windows->blocks[i];
+        BlockGeometry gk = g;
+        gk.key0 = k.key0;
+        gk.key_span = k.span;
+        std::int8_t* tile = tiles + Index(thread) * rows * windows->max_span;  // (k.m, k.span)
+        fill_bucket_tile(tile, *packed, k);
+        gk.tile = tile;
+        block(gk, b, a, k.r0, k.m, Accumulate::add, task_hist, thread);
+      }
+    } else {
+      for (Index r0 = 0; r0 < std::max<Index>(lq, 1); r0 += rows)
+        block(g, b, a, r0, std::min(rows, nq - r0), r0 > 0 ? Accumulate::add : Accumulate::overwrite, task_hist,
+              thread);
+      // Query rows past the last valid block are padding: dQ = 0 there.
+      const Index done = std::min(nq, (std::max<Index>(lq, 1) + rows - 1) / rows * rows);
+      if (nq > done) dqsrc.block(b * nq + done, a * g.dk, nq - done, g.dk).setZero();
     }
-    // Query rows past the last valid block are padding: dQ = 0 there.
-    const Index done = std::min(nq, (std::max<Index>(lq, 1) + rows - 1) / rows * rows);
-    if (nq > done) dqsrc.block(b * nq + done, a * g.dk, nq - done, g.dk).setZero();
     if (hist) fold_histogram(task_hist, slots);
+  }
+
+  // Query rows [r0, r0 + m) of head a of sequence b, on gb's keys.
+  void block(const BlockGeometry& gb, Index b, int a, Index r0, Index m, Accumulate acc, Scalar* task_hist,
+             int thread) const {
+    using BlockMap = Eigen::Map<Matrix>;
+    using ConstBlockMap = Eigen::Map<const Matrix>;
+    const Index ld = gb.ld(), t = b * gb.heads + a;
+    // One (rows, ld) scratch block; a thread has one (two on the fused path).
+    const Index block_size = windows ? rows * windows->max_span : rows * ld;
+    Scalar* own = scratch + Index(thread) * (probs ? 1 : 2) * block_size;
+    BlockMap dS(own, m, ld);                                       // (m, ld): dP, then dS
+    Scalar* d = dots + Index(thread) * (probs ? rows : 2 * rows);  // (m)
+    const Scalar* p = probs ? probs->data() + (t * gb.n_q + r0) * ld : own + block_size;
+    if (!probs) {
+      BlockMap S(own + block_size, m, ld);  // (m, ld): the forward's scores, then P
+      Scalar* inv = d + rows;               // (m)
+      attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
+      softmax_numerators_block<Scalar>(S, buckets, gb.n_kv, table, gb, b, a, r0, inv);
+      kernels::scale_rows<Scalar>(S.data(), ld, S.data(), ld, m, ld, inv, false);
+    }
+    const ConstBlockMap P(p, m, ld);  // (m, ld)
+    context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, gb, b, a, r0, acc,
+                             mask ? dropped + Index(thread) * block_size : nullptr, mask);
+    row_dots<Scalar>(d, dctx, ctx, gb, b, a, r0, m);
+    softmax_backward_block<Scalar>(dS, p, buckets, task_hist, static_cast<int>(slots), views, gb, b, r0, d);
+    score_backward<Scalar>(ConstBlockMap(dS.data(), m, ld), qsrc, kvsrc, dqsrc, dkvsrc, gb, b, a, r0, inv_sqrt_dk, acc);
   }
 };
 

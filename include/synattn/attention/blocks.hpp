@@ -53,6 +53,12 @@ Index score_block_rows(Index nq, Index nkv) {
   return std::max<Index>(16, (kScoreBlockBytes / row_bytes) / 16 * 16);
 }
 
+// Row r of a row-major int8 block as a pointer, valid also for the empty
+// block (row() asserts on it in Debug builds: an empty sequence has none).
+inline const std::int8_t* bucket_row(const std::int8_t* data, Index ld, Index r) noexcept {
+  return data == nullptr ? nullptr : data + r * ld;
+}
+
 // The shape of one forward or backward pass, everything a step needs to find
 // its block: sizes, the columns of K and V in their source, the sequence
 // lengths (owned by the cache), causal masking.
@@ -64,6 +70,12 @@ struct BlockGeometry {
   const std::vector<int>* lengths_q = nullptr;
   const std::vector<int>* lengths_kv = nullptr;
 
+  // A row block of a packed sequence (attention/key_windows.hpp) sees keys
+  // [key0, key0 + key_span) only, their buckets in `tile` (rows x
+  // key_span); key_span < 0 (the dense input): every key.
+  Index key0 = 0, key_span = -1;
+  const std::int8_t* tile = nullptr;
+
   Index tasks() const noexcept { return batch * heads; }
   Index block_size() const noexcept { return n_q * n_kv; }  // one (sequence, head) score block
   Index lq(Index b) const noexcept { return static_cast<Index>((*lengths_q)[static_cast<std::size_t>(b)]); }
@@ -73,8 +85,21 @@ struct BlockGeometry {
   Index valid_rows(Index b, Index r0, Index m) const noexcept {
     return std::max<Index>(0, std::min<Index>(m, lq(b) - r0));
   }
-  // The kernels' causal argument: the block's first query position, or -1.
-  Index causal_row0(Index r0) const noexcept { return causal ? r0 : -1; }
+  // The kernels' causal argument: the block's first query position relative
+  // to its first key, or -1.
+  Index causal_row0(Index r0) const noexcept { return causal ? r0 - key0 : -1; }
+  // A row block's score columns (its leading dimension), and how many of them
+  // are keys of sequence b (the rest: padding keys).
+  Index ld() const noexcept { return key_span < 0 ? n_kv : key_span; }
+  Index keys(Index b) const noexcept { return key_span < 0 ? lk(b) : key_span; }
+  // The row of K and V (of their source) that is a row block's first key.
+  Index key_row(Index b) const noexcept { return b * n_kv + key0; }
+  // A row block's first bucket row (query rows r0.. of sequence b) in
+  // `buckets` (leading dimension ldb), or its tile; and that leading dimension.
+  const std::int8_t* bucket_rows(const std::int8_t* buckets, Index ldb, Index b, Index r0) const noexcept {
+    return tile ? tile : bucket_row(buckets, ldb, b * n_q + r0);
+  }
+  Index bucket_ld(Index ldb) const noexcept { return tile ? ld() : ldb; }
 };
 
 // Block `block` of a buffer of contiguous (rows, cols) blocks.
@@ -86,12 +111,6 @@ template <class Scalar>
 Eigen::Map<const RowMajorMatrix<Scalar>> block_of(const RowMajorMatrix<Scalar>& buffer, Index block, Index rows,
                                                   Index cols) {
   return Eigen::Map<const RowMajorMatrix<Scalar>>(buffer.data() + block * rows * cols, rows, cols);
-}
-
-// Row r of a row-major int8 block as a pointer, valid also for the empty
-// block (row() asserts on it in Debug builds: an empty sequence has none).
-inline const std::int8_t* bucket_row(const std::int8_t* data, Index ld, Index r) noexcept {
-  return data == nullptr ? nullptr : data + r * ld;
 }
 
 }  // namespace attention_detail

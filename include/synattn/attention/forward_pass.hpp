@@ -14,14 +14,17 @@ namespace synattn {
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, attention_detail::Pass pass,
                                                   Index batch, Index n_q, Index n_kv, const std::vector<int>& lengths_q,
-                                                  const std::vector<int>& lengths_kv) const {
+                                                  const std::vector<int>& lengths_kv,
+                                                  const PackedBuckets* packed) const {
   const bool cross = kind == AttentionKind::cross;
   const bool training = pass == attention_detail::Pass::training;
   const Index h = options_.heads;
   const bool mixing = options_.talking_heads_pre || options_.talking_heads_post;
-  // Decided before the cache is touched: a bad SYNATTN_ATTENTION_PATH throws here.
-  const bool fused = training && attention_detail::takes_fused_path(
-                                     options_.path, mixing, double(batch * h * n_q) * double(n_kv) * sizeof(Scalar));
+  // Decided before the cache is touched: a bad SYNATTN_ATTENTION_PATH throws
+  // here. Packed documents have no n x n probabilities to keep.
+  const bool fused = training && (packed != nullptr ||
+                                  attention_detail::takes_fused_path(
+                                      options_.path, mixing, double(batch * h * n_q) * double(n_kv) * sizeof(Scalar)));
   c.filled_ = false;
   c.stamp_.clear();
   c.inference_ = !training;
@@ -58,7 +61,14 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   c.ctx_.resize(batch * n_q, h * dv_);
   if (!training || !cross) c.x_kv_.resize(0, 0);
   if (!training) c.x_q_.resize(0, 0);
-  if (!training || !options_.syntax_bias) c.buckets_.resize(0, 0);
+  if (!training || !options_.syntax_bias || packed) c.buckets_.resize(0, 0);
+  c.packed_input_ = packed != nullptr;
+  if (packed) {
+    c.windows_ = attention_detail::key_windows(*packed, n_q, options_.causal);
+  } else {
+    c.windows_ = {};
+    if (!c.packed_.lengths().empty()) c.packed_ = PackedBuckets();
+  }
 }
 
 template <class Scalar>
@@ -100,7 +110,8 @@ template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const Eigen::Ref<const Matrix>& x_q,
                                                  const Eigen::Ref<const Matrix>* x_kv,
                                                  const Eigen::Ref<const BucketBlock>& buckets,
-                                                 attention_detail::Pass pass, Eigen::Ref<Matrix> out) const {
+                                                 attention_detail::Pass pass, Eigen::Ref<Matrix> out,
+                                                 const PackedBuckets* packed) const {
   const attention_detail::BlockGeometry g = geometry(c);
   project_inputs(c, x_q, x_kv);
   // The table as the kernels read it (null without a syntax bias).
@@ -131,7 +142,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
                                                 table ? mb : nullptr, mix_gain);
   }
   if (!options_.talking_heads_pre && !options_.talking_heads_post)
-    attend_row_blocks(c, g, buckets, table, pass);
+    attend_row_blocks(c, g, buckets, table, pass, packed);
   else
     attend_mixed(c, g, buckets, table);
   project_output(c, out);
@@ -179,17 +190,27 @@ void SyntaxBiasedAttention<Scalar>::project_inputs(Cache& c, const Eigen::Ref<co
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_detail::BlockGeometry& g,
                                                       const Eigen::Ref<const BucketBlock>& buckets,
-                                                      const BiasTerms<Scalar>* table,
-                                                      attention_detail::Pass pass) const {
+                                                      const BiasTerms<Scalar>* table, attention_detail::Pass pass,
+                                                      const PackedBuckets* packed) const {
   using namespace attention_detail;
   const Index nq = g.n_q, nkv = g.n_kv;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
-  const Index rows = score_block_rows<Scalar>(nq, nkv);
-  const Index row_blocks = (nq + rows - 1) / rows;
-  const double work = double(g.tasks()) * double(nq) * double(nkv) * double(g.dk + g.dv);
+  // Packed documents: their own row blocks, each on its key range.
+  const KeyWindows* windows = packed ? &c.windows_ : nullptr;
+  const Index rows = windows ? windows->rows : score_block_rows<Scalar>(nq, nkv);
+  const Index cols = windows ? windows->max_span : nkv;  // of a score block
+  const Index row_blocks = windows ? 0 : (nq + rows - 1) / rows;
+  const Index task_count = windows ? Index(windows->blocks.size()) * g.heads : g.tasks() * row_blocks;
+  double work = double(g.tasks()) * double(nq) * double(nkv) * double(g.dk + g.dv);
+  if (windows) {
+    work = 0;
+    for (const KeyWindow& k : windows->blocks) work += double(k.m) * double(k.span);
+    work *= double(g.heads) * double(g.dk + g.dv);
+  }
   const int team = team_size(work);
-  c.scratch_.resize(team * rows, nkv);
+  c.scratch_.resize(team * rows, cols);
   c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
+  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * rows * cols));
   // Streaming stores for P once it clearly outgrows the caches (measured at
   // 16 MB, (1, 1024, 256, 4): forward + backward 1.15x -> 1.10x its GEMMs).
   const bool stream_probs = double(c.probs_.size()) * sizeof(Scalar) > double(kStreamingBytes);
@@ -207,8 +228,11 @@ void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_
                                          stream_probs,
                                          c.scratch_.data(),
                                          c.inv_sum_.data(),
-                                         c.ctx_};
-  parallel_for_threads(g.tasks() * row_blocks, work, task);
+                                         c.ctx_,
+                                         windows,
+                                         packed,
+                                         windows ? c.tiles_.data() : nullptr};
+  parallel_for_threads(task_count, work, task);
 }
 
 // 2. Attention with talking heads: whole (n_q, n_kv) blocks in the cache's

@@ -8,7 +8,8 @@
 //   ctx = P V                               context_forward
 //
 // Each works on query rows [r0, r0 + m) of block (b, a); only the valid
-// (real-query) rows and the visible keys are computed, padding rows are
+// (real-query) rows and the visible keys are computed (a packed sequence's
+// row block: the keys of its range, BlockGeometry::key0), padding rows are
 // written as zeros. No step allocates. The layer (syntax_attention_impl.hpp)
 // calls them inside its parallel loops.
 #ifndef SYNATTN_ATTENTION_FORWARD_STEPS_HPP
@@ -26,6 +27,7 @@
 #include "../matrix.hpp"
 #include "../util/random.hpp"
 #include "blocks.hpp"
+#include "key_windows.hpp"
 
 namespace synattn {
 namespace attention_detail {
@@ -40,19 +42,20 @@ struct DropoutMask {
   Scalar keep_scale = 1;
 };
 
-// S (m, n_kv) = Q[r0:r0+m] (v, dk) K^T (dk, lk) / sqrt(dk) on the valid
-// (v, lk) corner; keys past the length are left to the softmax, which zeroes
-// them, and padding rows to softmax_numerators_block.
+// S (m, ld) = Q[r0:r0+m] (v, dk) K^T (dk, lk) / sqrt(dk) on the valid
+// (v, lk) corner (lk = g.keys(b) keys from g.key_row(b)); keys past the
+// length are left to the softmax, which zeroes them, and padding rows to
+// softmax_numerators_block.
 template <class Scalar>
 void attention_scores(Eigen::Map<RowMajorMatrix<Scalar>> S, const RowMajorMatrix<Scalar>& qsrc,
                       const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
                       Scalar inv_sqrt_dk) {
-  const Index m = S.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b);
+  const Index m = S.rows(), v = g.valid_rows(b, r0, m), lk = g.keys(b);
   // Blocks are formed only when non-empty: a block of an empty matrix at a
   // column offset is arithmetic on a null pointer (UBSan, found by fuzz_attention).
   if (v <= 0 || lk <= 0) return;
   const auto Q = qsrc.block(b * g.n_q + r0, a * g.dk, v, g.dk);            // (v, dk)
-  const auto K = kvsrc.block(b * g.n_kv, g.k_off + a * g.dk, lk, g.dk);    // (lk, dk)
+  const auto K = kvsrc.block(g.key_row(b), g.k_off + a * g.dk, lk, g.dk);  // (lk, dk)
   kernels::product<Scalar>(S.topLeftCorner(v, lk), Q, K, kernels::Transpose::rhs, kernels::Accumulate::overwrite,
                            inv_sqrt_dk);  // (v, lk)
 }
@@ -79,7 +82,7 @@ void add_view_biases(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* bu
   }
 }
 
-// Bias, mask and softmax numerators of the valid rows of S (m, n_kv), in
+// Bias, mask and softmax numerators of the valid rows of S (m, g.ld()), in
 // place: e_ij = exp(S_ij + s T[a, bucket_ij] - max_i), 0 where masked; inv[i]
 // (m) = 1 / sum_j e_ij, 0 on padding rows and rows with no visible key.
 // `buckets` is the whole (B * n_q, n_kv) block (with fusion (V * B * n_q,
@@ -96,9 +99,9 @@ void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::i
   Scalar shifted[kMaxTableBuckets + 1];
   if (table) table->shifted_row(a, shifted);
   const int slots = table ? table->num_buckets() + 1 : 0;
-  kernels::softmax_numerators<Scalar>(S.data(), g.n_kv, table ? bucket_row(buckets, ldb, b * g.n_q + r0) : nullptr,
-                                      table ? ldb : 0, table ? shifted : nullptr, slots, v, g.lk(b),
-                                      g.causal_row0(r0), g.n_kv, inv);
+  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), table ? g.bucket_rows(buckets, ldb, b, r0) : nullptr,
+                                      table ? g.bucket_ld(ldb) : 0, table ? shifted : nullptr, slots, v, g.keys(b),
+                                      g.causal_row0(r0), g.ld(), inv);
   std::fill(inv + v, inv + m, Scalar(0));
   S.bottomRows(m - v).setZero();
 }
@@ -111,11 +114,11 @@ template <class Scalar>
 void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatrix<Scalar>> P,
                      const RowMajorMatrix<Scalar>& kvsrc, const BlockGeometry& g, Index b, int a, Index r0,
                      const Scalar* inv) {
-  const Index m = P.rows(), v = g.valid_rows(b, r0, m), lk = g.lk(b), dv = g.dv;
-  if (m == 0) return;                                                  // (no rows: ctx may be empty)
-  auto C = ctx.block(b * g.n_q + r0, a * dv, m, dv);                   // (m, dv)
+  const Index m = P.rows(), v = g.valid_rows(b, r0, m), lk = g.keys(b), dv = g.dv;
+  if (m == 0) return;                                 // (no rows: ctx may be empty)
+  auto C = ctx.block(b * g.n_q + r0, a * dv, m, dv);  // (m, dv)
   if (v > 0 && lk > 0) {
-    const auto V = kvsrc.block(b * g.n_kv, g.v_off + a * dv, lk, dv);  // (lk, dv)
+    const auto V = kvsrc.block(g.key_row(b), g.v_off + a * dv, lk, dv);  // (lk, dv)
     kernels::product<Scalar>(C.topRows(v), P.topLeftCorner(v, lk), V);  // (v, dv)
     if (inv)
       for (Index i = 0; i < v; ++i) C.row(i) *= inv[i];
@@ -126,20 +129,24 @@ void context_forward(RowMajorMatrix<Scalar>& ctx, Eigen::Map<const RowMajorMatri
 }
 
 // Dropout of query rows [r0, r0 + m) of block `task` = (b, a): dst = src *
-// mask / (1 - p) on the valid (v, lk) corner, the only part context_forward
-// reads (both (m, n_kv) with leading dimension n_kv; dst may be src). Element
+// mask / (1 - p) on the valid (v, g.keys(b)) corner, the only part
+// context_forward reads (both (m, g.ld()); dst may be src). Element
 // (i, j) of head a of sequence b is drawn from the sequence's stream
 // (stream.sequence(b): global sequence first_sequence() + b) at counter
 // (a * l_q + i) * l_kv + j with the sequence's own lengths, never the padded
 // n_q, n_kv: the mask does not depend on how the global batch was split or
 // padded (data-parallel ranks draw the one-process masks).
+// The counter of element (r0, g.key0) of head a of sequence b; rows are lk apart.
+inline std::uint64_t dropout_counter(const BlockGeometry& g, Index b, Index a, Index r0) noexcept {
+  return static_cast<std::uint64_t>((a * g.lq(b) + r0) * g.lk(b) + g.key0);
+}
+
 template <class Scalar>
 void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& mask, const BlockGeometry& g,
                    Index task, Index r0, Index m) {
   const Index b = task / g.heads, a = task % g.heads;
-  const std::uint64_t first = static_cast<std::uint64_t>((a * g.lq(b) + r0) * g.lk(b));
-  kernels::dropout_rows<Scalar>(dst, g.n_kv, src, g.n_kv, g.valid_rows(b, r0, m), g.lk(b),
-                                mask.stream->sequence(static_cast<std::uint64_t>(b)), first,
+  kernels::dropout_rows<Scalar>(dst, g.ld(), src, g.ld(), g.valid_rows(b, r0, m), g.keys(b),
+                                mask.stream->sequence(static_cast<std::uint64_t>(b)), dropout_counter(g, b, a, r0),
                                 static_cast<std::uint64_t>(g.lk(b)), mask.threshold, mask.keep_scale);
 }
 
@@ -148,48 +155,71 @@ void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& ma
 // row block), worked in the calling thread's scratch block so the scores stay
 // in cache from QK^T to P V: scores, bias + mask + softmax numerators,
 // ctx = P V, and for a training pass P copied out normalised.
+//
+// A packed input (`windows`) has its own row blocks instead: t = block *
+// heads + head, each block's keys limited to its range and its buckets
+// assembled into the thread's tile (attention/key_windows.hpp). It keeps no P.
 template <class Scalar>
 struct RowBlockForwardTask {
   using Matrix = RowMajorMatrix<Scalar>;
   const BlockGeometry& g;
-  Index rows;                   // query rows per block (score_block_rows)
-  Index row_blocks;             // blocks per (sequence, head)
+  Index rows;                   // query rows per block (score_block_rows, or the windows' most)
+  Index row_blocks;             // blocks per (sequence, head); dense input only
   const Matrix& qsrc;           // Q: qkv (self and cross)
   const Matrix& kvsrc;          // K and V: qkv (self) or kv (cross)
-  const std::int8_t* buckets;   // (B * n_q, n_kv), leading dimension ldb; null without a syntax bias
+  const std::int8_t* buckets;   // (B * n_q, n_kv), leading dimension ldb; null without a syntax bias or packed
   Index ldb;
   const BiasTerms<Scalar>* table;  // null without a syntax bias
   Scalar inv_sqrt_dk;
   const DropoutMask<Scalar>* mask;  // null: no dropout
-  Matrix* probs;                // (B * h * n_q, n_kv); null: an inference pass keeps no P
+  Matrix* probs;                    // (B * h * n_q, n_kv); null: an inference pass (or the fused path) keeps no P
   bool stream_probs;            // P written with streaming stores (it outgrows the caches)
-  Scalar* scratch;              // per thread: (rows, n_kv)
+  Scalar* scratch;              // per thread: (rows, n_kv), packed: (rows, the widest range)
   Scalar* inv_sum;              // per thread: (rows)
   Matrix& ctx;                  // (B * n_q, h * dv), written
+  const KeyWindows* windows = nullptr;  // packed input: its row blocks
+  const PackedBuckets* packed = nullptr;
+  std::int8_t* tiles = nullptr;  // packed input: per thread (rows, the widest range)
 
   void operator()(Index t, int thread) const {
+    if (windows) {
+      const KeyWindow& k = windows->blocks[static_cast<std::size_t>(t / g.heads)];
+      BlockGeometry gk = g;
+      gk.key0 = k.key0;
+      gk.key_span = k.span;
+      std::int8_t* tile = tiles + Index(thread) * windows->rows * windows->max_span;  // (k.m, k.span)
+      fill_bucket_tile(tile, *packed, k);
+      gk.tile = tile;
+      block(gk, k.b * g.heads + t % g.heads, k.r0, k.m, thread);
+      return;
+    }
+    const Index r0 = (t % row_blocks) * rows;
+    block(g, t / row_blocks, r0, std::min(rows, g.n_q - r0), thread);
+  }
+
+  void block(const BlockGeometry& gb, Index task, Index r0, Index m, int thread) const {
     using BlockMap = Eigen::Map<Matrix>;
     using ConstBlockMap = Eigen::Map<const Matrix>;
-    const Index nkv = g.n_kv, task = t / row_blocks, r0 = (t % row_blocks) * rows;
-    const Index b = task / g.heads, m = std::min(rows, g.n_q - r0);
-    const int a = static_cast<int>(task % g.heads);
-    BlockMap S(scratch + Index(thread) * rows * nkv, m, nkv);  // (m, n_kv)
-    Scalar* inv = inv_sum + Index(thread) * rows;              // (m)
-    attention_scores<Scalar>(S, qsrc, kvsrc, g, b, a, r0, inv_sqrt_dk);
-    softmax_numerators_block<Scalar>(S, buckets, ldb, table, g, b, a, r0, inv);
+    const Index ld = gb.ld(), b = task / gb.heads;
+    const int a = static_cast<int>(task % gb.heads);
+    const Index per_thread = windows ? windows->rows * windows->max_span : rows * ld;
+    BlockMap S(scratch + Index(thread) * per_thread, m, ld);  // (m, ld)
+    Scalar* inv = inv_sum + Index(thread) * rows;             // (m)
+    attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
+    softmax_numerators_block<Scalar>(S, buckets, ldb, table, gb, b, a, r0, inv);
     // P rows [r0, r0 + m) of block `task`: (m, n_kv).
-    Scalar* P = probs ? block_of(*probs, task, g.n_q, nkv).middleRows(r0, m).data() : nullptr;
+    Scalar* P = probs ? block_of(*probs, task, gb.n_q, ld).middleRows(r0, m).data() : nullptr;
     if (!mask) {
-      context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, nkv), kvsrc, g, b, a, r0, inv);
-      if (P) kernels::scale_rows<Scalar>(P, nkv, S.data(), nkv, m, nkv, inv, stream_probs);
+      context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, ld), kvsrc, gb, b, a, r0, inv);
+      if (P) kernels::scale_rows<Scalar>(P, ld, S.data(), ld, m, ld, inv, stream_probs);
       return;
     }
     // P is kept before dropout (backward redraws the mask), so it is copied
     // out first; the mask then goes on the numerators in place and
     // ctx = (e * M / (1 - p)) V / rowsum(e) = P' V.
-    if (P) kernels::scale_rows<Scalar>(P, nkv, S.data(), nkv, m, nkv, inv, stream_probs);
-    dropout_block<Scalar>(S.data(), S.data(), *mask, g, task, r0, m);
-    context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, nkv), kvsrc, g, b, a, r0, inv);
+    if (P) kernels::scale_rows<Scalar>(P, ld, S.data(), ld, m, ld, inv, stream_probs);
+    dropout_block<Scalar>(S.data(), S.data(), *mask, gb, task, r0, m);
+    context_forward<Scalar>(ctx, ConstBlockMap(S.data(), m, ld), kvsrc, gb, b, a, r0, inv);
   }
 };
 

@@ -10,6 +10,7 @@
 //   layer.forward({x_q, lengths_q, memory, lengths_kv, buckets}, cache, out);
 //   layer.backward(cache, dout, {dx});                                // self
 //   layer.backward(cache, dout, {dx_q, dmemory});                     // cross
+//   layer.forward({x, packed}, cache, out);            // packed documents
 //
 // A layer without a syntax bias takes no buckets: {x, lengths}.
 #ifndef SYNATTN_ATTENTION_INPUTS_HPP
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../bias/packed_buckets.hpp"
 #include "../matrix.hpp"
 
 namespace synattn {
@@ -58,6 +60,16 @@ struct CrossAttentionInput {
   Eigen::Ref<const RowMajorMatrix<Scalar>> memory;
   const std::vector<int>& lengths_kv;
   Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
+};
+
+// Packed documents (bias/packed_buckets.hpp): x (batch * n, d_model), batch
+// = buckets.sequences(), each sequence's length its sentences' words.
+// Only the keys each row's sentence window sees are computed, and no n x n
+// block is formed (the fused path: no probabilities are kept).
+template <class Scalar>
+struct PackedSelfAttentionInput {
+  Eigen::Ref<const RowMajorMatrix<Scalar>> x;
+  const PackedBuckets& buckets;
 };
 
 // What backward() overwrites: dL/dx (self) or dL/dx_q (cross), each

@@ -100,6 +100,7 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
 
   using SelfInput = SelfAttentionInput<Scalar>;
   using CrossInput = CrossAttentionInput<Scalar>;
+  using PackedInput = PackedSelfAttentionInput<Scalar>;
   using InputGradients = AttentionInputGradients<Scalar>;
 
   // ---- The three verbs (inputs.hpp: what the structs hold) -----------------
@@ -115,6 +116,13 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   // input.memory. Causal masking is not defined for it and throws.
   void forward(const CrossInput& input, Cache& cache, Eigen::Ref<Matrix> out,
                const RandomStream* dropout = nullptr) const;
+  // Packed documents: the same result as the dense input that
+  // input.buckets.dense(n) gives, computing only the keys the sentence window
+  // leaves visible, on the fused path (nothing n x n is kept; an explicit
+  // options().path = materialized is refused). Needs a syntax bias, one
+  // tree view and no talking heads.
+  void forward(const PackedInput& input, Cache& cache, Eigen::Ref<Matrix> out,
+               const RandomStream* dropout = nullptr) const;
 
   // infer: the same output as forward() without dropout, keeping nothing for
   // a backward pass (no probabilities stored, no copies of the inputs), so it
@@ -122,6 +130,7 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   // per concurrent call); backward() on it throws.
   void infer(const SelfInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const;
   void infer(const CrossInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const;
+  void infer(const PackedInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const;
 
   // backward: dout = dL/dout (batch * n_q, d_model). Overwrites the input
   // gradients (dmemory only for a cross-attention cache; padding query rows
@@ -198,22 +207,25 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   void check_buckets_given(const char* fn, const Eigen::Ref<const BucketBlock>& buckets, Index query_rows) const;
   Index check_inputs(const char* fn, const SelfInput& in, Index out_rows, Index out_cols) const;
   std::pair<Index, Index> check_inputs(const char* fn, const CrossInput& in, Index out_rows, Index out_cols) const;
+  Index check_inputs(const char* fn, const PackedInput& in, Index out_rows, Index out_cols) const;
 
   // Forward (implementation file).
-  void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q,
-                     Index n_kv, const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv) const;
+  // `packed`: the pass reads packed documents (their row blocks are laid out here).
+  void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q, Index n_kv,
+                     const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv,
+                     const PackedBuckets* packed = nullptr) const;
   // Arms (or disarms) the cache's dropout for the next forward_core().
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
   attention_detail::BlockGeometry geometry(const Cache& cache) const;
   // x_kv is null for self-attention; a training pass keeps P for backward().
+  // `packed` (then buckets is 0 x 0): packed documents.
   void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
-                    const Eigen::Ref<const Matrix>* x_kv,
-                    const Eigen::Ref<const BucketBlock>& buckets, attention_detail::Pass pass,
-                    Eigen::Ref<Matrix> out) const;
+                    const Eigen::Ref<const Matrix>* x_kv, const Eigen::Ref<const BucketBlock>& buckets,
+                    attention_detail::Pass pass, Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
   void attend_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g,
                          const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,
-                         attention_detail::Pass pass) const;
+                         attention_detail::Pass pass, const PackedBuckets* packed) const;
   void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
                     const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table) const;
   void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;

@@ -234,6 +234,38 @@ std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* 
   return {n_q, n_kv};
 }
 
+template <class Scalar>
+Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const PackedInput& in, Index out_rows,
+                                                  Index out_cols) const {
+  using namespace attention_detail;
+  const std::string where = error_prefix(fn) + "packed documents ";
+  if (dm_kv_ != options_.d_model)
+    throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
+                std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  // The sentence window masks through the bias's -inf slot, one view's.
+  if (!options_.syntax_bias) throw Error(where + "need a layer with a syntax bias (syntax_bias is false)");
+  if (options_.bias.fusion.views > 1)
+    throw Error(where + "take one tree view (bias.fusion.views is " + std::to_string(options_.bias.fusion.views) + ")");
+  if (options_.talking_heads_pre || options_.talking_heads_post)
+    throw Error(where + "cannot run talking heads, which mix whole n x n score blocks");
+  if (options_.path == AttentionPath::materialized)
+    throw Error(where + "keep no probabilities: they take the fused path, and options.path is materialized");
+  const PackedBuckets& p = in.buckets;
+  if (p.max_bucket() >= num_buckets())
+    throw Error(where + "have bucket " + std::to_string(p.max_bucket()) + " (" +
+                (p.cross_bucket() == p.max_bucket() ? "the cross-sentence bucket" : "in a sentence's block") +
+                "), but the layer's table has " + std::to_string(num_buckets()) + " buckets");
+  const Index batch = p.sequences();
+  const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
+  check_lengths(fn, "the packing's lengths", p.lengths(), n);
+  check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
+  if (options_.check_finite) {
+    check_finite_tokens<Scalar>(fn, "x", in.x, n);
+    check_finite_parameters<Scalar>(fn, store_);
+  }
+  return n;
+}
+
 // ---------------------------------------------------------------------------
 // The verbs (the passes: forward_pass.hpp, backward_pass.hpp)
 // ---------------------------------------------------------------------------
@@ -269,6 +301,36 @@ void SyntaxBiasedAttention<Scalar>::forward(const CrossInput& in, Cache& cache, 
   forward_core(fn, cache, in.x_q, &in.memory, in.buckets, attention_detail::Pass::training, out);
   cache.filled_ = true;
   cache.stamp_.stamp(identity_);
+}
+
+// A training pass keeps a copy of the packing (sum of n_i^2 bytes), not of
+// an n x n block.
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::forward(const PackedInput& in, Cache& cache, Eigen::Ref<Matrix> out,
+                                            const RandomStream* dropout) const {
+  const char* fn = "SyntaxBiasedAttention::forward";
+  const Index n = check_inputs(fn, in, out.rows(), out.cols());
+  const std::vector<int> lengths = in.buckets.lengths();  // prepare_cache copies them; `in` may alias the cache's
+  prepare_cache(cache, AttentionKind::self, attention_detail::Pass::training, in.buckets.sequences(), n, n, lengths,
+                lengths, &in.buckets);
+  set_dropout(cache, dropout);
+  cache.x_q_ = in.x;
+  if (&cache.packed_ != &in.buckets) cache.packed_ = in.buckets;
+  forward_core(fn, cache, in.x, nullptr, attention_detail::no_buckets(), attention_detail::Pass::training, out,
+               &cache.packed_);
+  cache.filled_ = true;
+  cache.stamp_.stamp(identity_);
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::infer(const PackedInput& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
+  const char* fn = "SyntaxBiasedAttention::infer";
+  const Index n = check_inputs(fn, in, out.rows(), out.cols());
+  const std::vector<int> lengths = in.buckets.lengths();
+  prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference, in.buckets.sequences(), n, n,
+                lengths, lengths, &in.buckets);
+  forward_core(fn, workspace, in.x, nullptr, attention_detail::no_buckets(), attention_detail::Pass::inference, out,
+               &in.buckets);
 }
 
 template <class Scalar>
