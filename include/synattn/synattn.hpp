@@ -20,9 +20,10 @@
 
 #include "io/npy.hpp"
 
-#include "bias/bucketing.hpp"
 #include "bias/bias_table.hpp"
 #include "bias/bucket_batch.hpp"
+#include "bias/bucketing.hpp"
+#include "bias/packed_buckets.hpp"
 
 #include "data/tagging_corpus.hpp"
 #include "data/vocabulary.hpp"

@@ -32,6 +32,7 @@ using synattn::Error;
 using synattn::Index;
 using synattn::PackedBuckets;
 using synattn::RandomStream;
+using synattn::RootLinks;
 using synattn::RowMajorMatrix;
 using synattn::SyntaxBiasedAttention;
 using synattn_test::BucketBlock;
@@ -54,6 +55,14 @@ std::vector<std::vector<DependencyTree>> random_documents(const std::vector<int>
     docs.push_back(std::move(doc));
   }
   return docs;
+}
+
+synattn::PackingOptions packing(int window, int cutoff = -1, RootLinks links = RootLinks::none) {
+  synattn::PackingOptions o;
+  o.window = window;
+  o.max_tree_distance = cutoff;
+  o.root_links = links;
+  return o;
 }
 
 int longest(const PackedBuckets& p) {
@@ -99,7 +108,8 @@ TEST_CASE("PackedBuckets keeps each sentence's block and gives cross-sentence pa
     }
 
   CHECK_THROWS_WITH(PackedBuckets(-1, 0), Catch::Contains("window must be >= 0"));
-  CHECK_THROWS_WITH(PackedBuckets(0, 127), Catch::Contains("cross_bucket must be in [-1, 126]"));
+  CHECK_THROWS_WITH(PackedBuckets(0, 128), Catch::Contains("cross_bucket must be in [-1, 127]"));
+  CHECK_THROWS_WITH(PackedBuckets(0, -2), Catch::Contains("cross_bucket must be in [-1, 127]"));
   PackedBuckets q(0, -1);
   CHECK_THROWS_WITH(q.add_sentence(a), Catch::Contains("begin_sequence() before the first sentence"));
   q.begin_sequence();
@@ -107,7 +117,8 @@ TEST_CASE("PackedBuckets keeps each sentence's block and gives cross-sentence pa
   CHECK_THROWS_WITH(q.add_sentence(BucketBlock(0, 0)), Catch::Contains("sentence 0 has no words"));
   BucketBlock bad = a;
   bad(1, 0) = -2;
-  CHECK_THROWS_WITH(q.add_sentence(bad), Catch::Contains("sentence 0 has bucket -2 at (1, 0)"));
+  CHECK_THROWS_WITH(q.add_sentence(bad),
+                    Catch::Contains("sentence 0 has bucket -2 at (1, 0); expected -1 (masked) or a bucket >= 0"));
   CHECK(q.sequences() == 1);
   CHECK(q.lengths() == std::vector<int>{0});  // a refused sentence adds nothing
   CHECK_THROWS_WITH(p.dense(5), Catch::Contains("sequence 0 has 6 words, more than n = 5"));
@@ -121,7 +132,7 @@ TEST_CASE("make_packed_buckets: a window over the whole document gives the packe
   for (const Bucketing& bucketing : {Bucketing::linear(6), Bucketing::log(8, 40, 4), Bucketing::directed(3)}) {
     INFO(bucketing.describe());
     const auto docs = random_documents({7, 1, 4}, 30, false, rng);
-    const PackedBuckets packed = synattn::make_packed_buckets(docs, bucketing, 1000);
+    const PackedBuckets packed = synattn::make_packed_buckets(docs, bucketing, packing(1000));
     const int n = longest(packed);
     const BucketBlock dense = packed.dense(n);
     for (std::size_t d = 0; d < docs.size(); ++d) {
@@ -131,8 +142,8 @@ TEST_CASE("make_packed_buckets: a window over the whole document gives the packe
     }
     // The cutoff: pairs further apart than k in their tree are masked, the rest kept.
     const int k = 3;
-    const PackedBuckets cut = synattn::make_packed_buckets(docs, bucketing, 1, k);
-    const PackedBuckets full = synattn::make_packed_buckets(docs, bucketing, 1);
+    const PackedBuckets cut = synattn::make_packed_buckets(docs, bucketing, packing(1, k));
+    const PackedBuckets full = synattn::make_packed_buckets(docs, bucketing, packing(1));
     for (std::size_t d = 0; d < docs.size(); ++d)
       for (Index s = 0; s < cut.sentences(Index(d)); ++s) {
         const auto dist = synattn::pairwise_distances<std::int16_t>(docs[d][std::size_t(s)]);
@@ -149,46 +160,49 @@ TEST_CASE("key windows: the row blocks cover every row once, their ranges every 
           "[attention][packed]") {
   std::mt19937 rng(11);
   for (int window : {0, 1, 2, 50})
-    for (bool causal : {false, true}) {
-      INFO("window " << window << (causal ? ", causal" : ""));
-      const auto docs = random_documents({12, 1, 30}, 40, true, rng);
-      const PackedBuckets packed = synattn::make_packed_buckets(docs, Bucketing::linear(5), window, 4);
-      const int n = longest(packed) + 70;  // padding rows too
-      const BucketBlock dense = packed.dense(n);
-      const auto w = synattn::attention_detail::key_windows(packed, n, causal);
-      REQUIRE(w.first.size() == docs.size() + 1);
-      std::vector<std::int8_t> tile;
-      Index live = 0, outside = 0, wrong = 0;  // visible pairs outside a range; tile entries that differ
-      for (std::size_t b = 0; b < docs.size(); ++b) {
-        Index next_row = 0;
-        for (Index k = w.first[b]; k < w.first[b + 1]; ++k) {
-          const auto& blk = w.blocks[std::size_t(k)];
-          REQUIRE(blk.b == Index(b));
-          REQUIRE(blk.r0 == next_row);
-          REQUIRE(blk.m <= w.rows);
-          REQUIRE(blk.span <= w.max_span);
-          next_row += blk.m;
-          live += blk.m * blk.span;
-          tile.assign(std::size_t(blk.m * blk.span), 0);
-          synattn::attention_detail::fill_bucket_tile(tile.data(), packed, blk);
-          for (Index i = 0; i < blk.m; ++i) {
-            const Index row = Index(b) * n + blk.r0 + i;
-            for (Index j = 0; j < n; ++j) {
-              const bool visible = dense(row, j) >= 0 && (!causal || j <= blk.r0 + i);
-              const bool inside = j >= blk.key0 && j < blk.key0 + blk.span;
-              outside += visible && !inside;
-              wrong += inside && (!causal || j <= blk.r0 + i) &&
-                       tile[std::size_t(i * blk.span + j - blk.key0)] != dense(row, j);
+    for (bool causal : {false, true})
+      for (RootLinks links : {RootLinks::none, RootLinks::all_roots}) {
+        INFO("window " << window << (causal ? ", causal" : "")
+                       << (links == RootLinks::all_roots ? ", root links" : ""));
+        const auto docs = random_documents({12, 1, 30}, 40, true, rng);
+        const PackedBuckets packed =
+            synattn::make_packed_buckets(docs, Bucketing::linear(5), packing(window, 4, links));
+        const int n = longest(packed) + 70;  // padding rows too
+        const BucketBlock dense = packed.dense(n);
+        const auto w = synattn::attention_detail::key_windows(packed, n, causal);
+        REQUIRE(w.first.size() == docs.size() + 1);
+        std::vector<std::int8_t> tile;
+        Index live = 0, outside = 0, wrong = 0;  // visible pairs outside a range; tile entries that differ
+        for (std::size_t b = 0; b < docs.size(); ++b) {
+          Index next_row = 0;
+          for (Index k = w.first[b]; k < w.first[b + 1]; ++k) {
+            const auto& blk = w.blocks[std::size_t(k)];
+            REQUIRE(blk.b == Index(b));
+            REQUIRE(blk.r0 == next_row);
+            REQUIRE(blk.m <= w.rows);
+            REQUIRE(blk.m * blk.span <= w.max_tile);
+            next_row += blk.m;
+            live += blk.m * blk.span;
+            tile.assign(std::size_t(blk.m * blk.span), 0);
+            synattn::attention_detail::fill_bucket_tile(tile.data(), packed, blk);
+            for (Index i = 0; i < blk.m; ++i) {
+              const Index row = Index(b) * n + blk.r0 + i;
+              for (Index j = 0; j < n; ++j) {
+                const bool visible = dense(row, j) >= 0 && (!causal || j <= blk.r0 + i);
+                const bool inside = j >= blk.key0 && j < blk.key0 + blk.span;
+                outside += visible && !inside;
+                wrong += inside && (!causal || j <= blk.r0 + i) &&
+                         tile[std::size_t(i * blk.span + j - blk.key0)] != dense(row, j);
+              }
             }
           }
+          CHECK(next_row == n);
         }
-        CHECK(next_row == n);
+        CHECK(outside == 0);
+        CHECK(wrong == 0);
+        // Skipping pays: with a narrow window most of the n^2 pairs are never computed.
+        if (window <= 1) CHECK(double(live) < 0.5 * double(docs.size()) * n * n);
       }
-      CHECK(outside == 0);
-      CHECK(wrong == 0);
-      // Skipping pays: with a narrow window most of the n^2 pairs are never computed.
-      if (window <= 1) CHECK(double(live) < 0.5 * double(docs.size()) * n * n);
-    }
 }
 
 namespace {
@@ -198,6 +212,7 @@ struct PackedCase {
   AttentionOptions options;
   int window = 1;
   int cutoff = -1;
+  RootLinks links = RootLinks::none;
   bool dropout = false;
   std::vector<int> sizes = {9, 0, 1, 5};  // sentences per document
   bool long_one = true;
@@ -236,6 +251,12 @@ std::vector<PackedCase> packed_cases() {
     c.options.bias.table_learnable = false;
     c.dropout = true;
   });
+  add("window 0, root links, causal, per-head table", [](PackedCase& c) {
+    c.window = 0;
+    c.links = RootLinks::all_roots;
+    c.options.causal = true;
+    c.options.bias.per_head = true;
+  });
   add("window 40 (the whole document), no padding", [](PackedCase& c) {
     c.window = 40;
     c.padding = 0;
@@ -257,7 +278,7 @@ struct Problem {
 Problem make_problem(const PackedCase& pc, std::mt19937& rng) {
   const auto docs = random_documents(pc.sizes, 25, pc.long_one, rng);
   Problem p;
-  p.packed = synattn::make_packed_buckets(docs, pc.options.bias.bucketing, pc.window, pc.cutoff);
+  p.packed = synattn::make_packed_buckets(docs, pc.options.bias.bucketing, packing(pc.window, pc.cutoff, pc.links));
   p.n = longest(p.packed) + pc.padding;
   return p;
 }
@@ -309,8 +330,8 @@ TEMPLATE_TEST_CASE("a packed input gives the dense masked input's output and gra
                    double) {
   using Matrix = RowMajorMatrix<TestType>;
   const auto all = packed_cases();
-  const int k = GENERATE(range(0, 5));
-  REQUIRE(all.size() == 5);
+  const int k = GENERATE(range(0, 6));
+  REQUIRE(all.size() == 6);
   const PackedCase& pc = all[std::size_t(k)];
   INFO("configuration: " << pc.label);
   std::mt19937 rng(200 + k);
@@ -347,7 +368,7 @@ TEMPLATE_TEST_CASE("a packed input gives the dense masked input's output and gra
 
 TEST_CASE("the packed path's gradients pass a finite-difference check in double", "[attention][packed][gradcheck]") {
   const auto all = packed_cases();
-  const int k = GENERATE(0, 1, 3);
+  const int k = GENERATE(0, 1, 3, 4);
   PackedCase pc = all[std::size_t(k)];
   pc.dropout = false;
   pc.options.dropout = 0;
@@ -411,7 +432,8 @@ TEST_CASE("the packed path is bit-identical at any thread count", "[attention][p
 
 TEST_CASE("a packed input is refused where it cannot run, naming why", "[attention][packed][validation]") {
   std::mt19937 rng(23);
-  PackedBuckets packed = synattn::make_packed_buckets(random_documents({3}, 6, false, rng), Bucketing::linear(6), 1);
+  PackedBuckets packed =
+      synattn::make_packed_buckets(random_documents({3}, 6, false, rng), Bucketing::linear(6), packing(1));
   const int n = longest(packed);
   RowMajorMatrix<float> x = synattn_test::random_matrix(n, 8, rng).cast<float>(), out(n, 8);
   SyntaxBiasedAttention<float>::Cache cache;
@@ -448,7 +470,8 @@ TEST_CASE("a packed input is refused where it cannot run, naming why", "[attenti
   CHECK_FALSE(cache.packed_input());
 }
 
-TEST_CASE("a packed training pass keeps memory linear in n, far below the dense path's", "[attention][packed][memory]") {
+TEST_CASE("a packed training pass keeps memory linear in n, far below the dense path's",
+          "[attention][packed][memory]") {
   if (!synattn_test::heap_bytes_available()) {
     WARN("no heap byte count in this build (neither glibc nor AddressSanitizer): skipped");
     return;
@@ -478,8 +501,10 @@ TEST_CASE("a packed training pass keeps memory linear in n, far below the dense 
     }
     return double(bytes);
   };
-  const PackedBuckets shorter = synattn::make_packed_buckets(random_documents({60}, 40, false, rng), o.bias.bucketing, 1);
-  const PackedBuckets longer = synattn::make_packed_buckets(random_documents({120}, 40, false, rng), o.bias.bucketing, 1);
+  const PackedBuckets shorter =
+      synattn::make_packed_buckets(random_documents({60}, 40, false, rng), o.bias.bucketing, packing(1));
+  const PackedBuckets longer =
+      synattn::make_packed_buckets(random_documents({120}, 40, false, rng), o.bias.bucketing, packing(1));
   const double n1 = longest(shorter), n2 = longest(longer);
   const double small = kept(shorter, true), large = kept(longer, true), dense = kept(longer, false);
   INFO("packed: n " << n1 << " keeps " << small / 1e6 << " MB, n " << n2 << " keeps " << large / 1e6

@@ -84,7 +84,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
   // Packed documents: the forward's row blocks, each on its key range.
   const KeyWindows* windows = c.packed_input_ ? &c.windows_ : nullptr;
   const Index rows = windows ? windows->rows : score_block_rows<Scalar>(nq, nkv);
-  const Index cols = windows ? windows->max_span : nkv;  // of a score block
+  // Per thread one score block (two on the fused path): (rows, n_kv), or the largest tile.
+  const Index block_rows = windows ? 1 : rows, cols = windows ? windows->max_tile : nkv;
   // The fused path adds the forward's Q K^T (dk) and softmax per score.
   double scores = double(g.tasks()) * double(nq) * double(nkv);
   if (windows) {
@@ -95,11 +96,11 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
   const double work = scores * (double(2 * (g.dk + g.dv)) + (fused ? double(g.dk) + kSoftmaxWork : 0.0));
   const int team = team_size(work);
   const Index per_thread = fused ? 2 * rows : rows;
-  c.scratch_.resize(team * per_thread, cols);
+  c.scratch_.resize(team * (fused ? 2 : 1) * block_rows, cols);
   c.inv_sum_.resize(static_cast<std::size_t>(team * per_thread));
   c.dscore_.resize(0, 0);
-  if (drop) c.dropped_.resize(team * rows, cols);
-  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * rows * cols));
+  if (drop) c.dropped_.resize(team * block_rows, cols);
+  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * cols));
   const std::optional<BiasTerms<Scalar>> terms =
       fused && options_.syntax_bias ? std::optional<BiasTerms<Scalar>>(bias_terms(nullptr)) : std::nullopt;
   const RowBlockBackwardTask<Scalar> task{g,

@@ -244,12 +244,13 @@ struct RowBlockBackwardTask {
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Scalar inv_sqrt_dk;
   Scalar* scratch;                  // per thread: (rows, n_kv); fused path: (2 * rows, n_kv), dS then P
+                                    // (packed: one or two of KeyWindows::max_tile)
   Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
   Scalar* dots;                     // per thread: (rows); fused path: (2 * rows), the dots then 1 / row sums
 
   const KeyWindows* windows = nullptr;  // packed input: its row blocks (then probs is null)
   const PackedBuckets* packed = nullptr;
-  std::int8_t* tiles = nullptr;  // packed input: per thread (rows, the widest range)
+  std::int8_t* tiles = nullptr;  // packed input: per thread one tile (KeyWindows::max_tile)
 
   void operator()(Index t, int thread) const {
     const Index nq = g.n_q, b = t / g.heads, lq = g.lq(b);
@@ -267,12 +268,7 @@ struct RowBlockBackwardTask {
       const std::size_t last = static_cast<std::size_t>(windows->first[static_cast<std::size_t>(b) + 1]);
       for (std::size_t i = first; i < last; ++i) {
         const KeyWindow& k = windows->blocks[i];
-        BlockGeometry gk = g;
-        gk.key0 = k.key0;
-        gk.key_span = k.span;
-        std::int8_t* tile = tiles + Index(thread) * rows * windows->max_span;  // (k.m, k.span)
-        fill_bucket_tile(tile, *packed, k);
-        gk.tile = tile;
+        const BlockGeometry gk = window_geometry(g, k, *packed, tiles + Index(thread) * windows->max_tile);
         block(gk, b, a, k.r0, k.m, Accumulate::add, task_hist, thread);
       }
     } else {
@@ -293,7 +289,7 @@ struct RowBlockBackwardTask {
     using ConstBlockMap = Eigen::Map<const Matrix>;
     const Index ld = gb.ld(), t = b * gb.heads + a;
     // One (rows, ld) scratch block; a thread has one (two on the fused path).
-    const Index block_size = windows ? rows * windows->max_span : rows * ld;
+    const Index block_size = windows ? windows->max_tile : rows * ld;
     Scalar* own = scratch + Index(thread) * (probs ? 1 : 2) * block_size;
     BlockMap dS(own, m, ld);                                       // (m, ld): dP, then dS
     Scalar* d = dots + Index(thread) * (probs ? rows : 2 * rows);  // (m)

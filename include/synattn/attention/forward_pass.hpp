@@ -198,7 +198,8 @@ void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_
   // Packed documents: their own row blocks, each on its key range.
   const KeyWindows* windows = packed ? &c.windows_ : nullptr;
   const Index rows = windows ? windows->rows : score_block_rows<Scalar>(nq, nkv);
-  const Index cols = windows ? windows->max_span : nkv;  // of a score block
+  // Per thread one score block: (rows, n_kv), or the largest tile.
+  const Index block_rows = windows ? 1 : rows, cols = windows ? windows->max_tile : nkv;
   const Index row_blocks = windows ? 0 : (nq + rows - 1) / rows;
   const Index task_count = windows ? Index(windows->blocks.size()) * g.heads : g.tasks() * row_blocks;
   double work = double(g.tasks()) * double(nq) * double(nkv) * double(g.dk + g.dv);
@@ -208,9 +209,9 @@ void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_
     work *= double(g.heads) * double(g.dk + g.dv);
   }
   const int team = team_size(work);
-  c.scratch_.resize(team * rows, cols);
+  c.scratch_.resize(team * block_rows, cols);
   c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
-  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * rows * cols));
+  if (windows) c.tiles_.resize(static_cast<std::size_t>(team * cols));
   // Streaming stores for P once it clearly outgrows the caches (measured at
   // 16 MB, (1, 1024, 256, 4): forward + backward 1.15x -> 1.10x its GEMMs).
   const bool stream_probs = double(c.probs_.size()) * sizeof(Scalar) > double(kStreamingBytes);

@@ -150,6 +150,18 @@ void dropout_block(Scalar* dst, const Scalar* src, const DropoutMask<Scalar>& ma
                                 static_cast<std::uint64_t>(g.lk(b)), mask.threshold, mask.keep_scale);
 }
 
+// The geometry of packed row block k: g with k's key range, and k's bucket
+// tile assembled into `tile` (KeyWindows::max_tile entries).
+inline BlockGeometry window_geometry(const BlockGeometry& g, const KeyWindow& k, const PackedBuckets& packed,
+                                     std::int8_t* tile) {
+  BlockGeometry gk = g;
+  gk.key0 = k.key0;
+  gk.key_span = k.span;
+  fill_bucket_tile(tile, packed, k);
+  gk.tile = tile;
+  return gk;
+}
+
 // One task of the forward pass without talking heads: query rows
 // [r0, r0 + m) of (sequence, head) block `task` (t = task * row_blocks +
 // row block), worked in the calling thread's scratch block so the scores stay
@@ -174,22 +186,17 @@ struct RowBlockForwardTask {
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Matrix* probs;                    // (B * h * n_q, n_kv); null: an inference pass (or the fused path) keeps no P
   bool stream_probs;            // P written with streaming stores (it outgrows the caches)
-  Scalar* scratch;              // per thread: (rows, n_kv), packed: (rows, the widest range)
+  Scalar* scratch;              // per thread: (rows, n_kv), packed: KeyWindows::max_tile
   Scalar* inv_sum;              // per thread: (rows)
   Matrix& ctx;                  // (B * n_q, h * dv), written
   const KeyWindows* windows = nullptr;  // packed input: its row blocks
   const PackedBuckets* packed = nullptr;
-  std::int8_t* tiles = nullptr;  // packed input: per thread (rows, the widest range)
+  std::int8_t* tiles = nullptr;  // packed input: per thread one tile (KeyWindows::max_tile)
 
   void operator()(Index t, int thread) const {
     if (windows) {
       const KeyWindow& k = windows->blocks[static_cast<std::size_t>(t / g.heads)];
-      BlockGeometry gk = g;
-      gk.key0 = k.key0;
-      gk.key_span = k.span;
-      std::int8_t* tile = tiles + Index(thread) * windows->rows * windows->max_span;  // (k.m, k.span)
-      fill_bucket_tile(tile, *packed, k);
-      gk.tile = tile;
+      const BlockGeometry gk = window_geometry(g, k, *packed, tiles + Index(thread) * windows->max_tile);
       block(gk, k.b * g.heads + t % g.heads, k.r0, k.m, thread);
       return;
     }
@@ -202,7 +209,7 @@ struct RowBlockForwardTask {
     using ConstBlockMap = Eigen::Map<const Matrix>;
     const Index ld = gb.ld(), b = task / gb.heads;
     const int a = static_cast<int>(task % gb.heads);
-    const Index per_thread = windows ? windows->rows * windows->max_span : rows * ld;
+    const Index per_thread = windows ? windows->max_tile : rows * ld;
     BlockMap S(scratch + Index(thread) * per_thread, m, ld);  // (m, ld)
     Scalar* inv = inv_sum + Index(thread) * rows;             // (m)
     attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);

@@ -4,7 +4,9 @@
 // the int8 bucket tile of that block, assembled from the sentences' blocks.
 // Keys outside a block's range are masked for all its rows, so they are
 // never computed: the map of live tiles comes from the sentence boundaries,
-// O(sentences + blocks), never from the n x n pairs.
+// O(sentences + blocks), never from the n x n pairs. With root links each
+// root row is a block of its own whose range is the whole sequence (it sees
+// every root): n keys per sentence, so they cost O(sentences x n).
 #ifndef SYNATTN_ATTENTION_KEY_WINDOWS_HPP
 #define SYNATTN_ATTENTION_KEY_WINDOWS_HPP
 
@@ -33,7 +35,7 @@ struct KeyWindows {
   std::vector<KeyWindow> blocks;  // sequence by sequence, rows in order; together they cover every row
   std::vector<Index> first;       // per sequence, then the end: its first block
   Index rows = 0;                 // the most rows of a block
-  Index max_span = 0;             // the widest key range
+  Index max_tile = 0;             // the largest rows x span of a block: a score block's size
 };
 
 // The row blocks of `packed` padded to n positions per sequence. Padding
@@ -48,16 +50,28 @@ inline KeyWindows key_windows(const PackedBuckets& packed, Index n, bool causal)
     out.first.push_back(static_cast<Index>(out.blocks.size()));
     const Index sentences = packed.sentences(b), length = packed.lengths()[static_cast<std::size_t>(b)];
     const auto end_of = [&](Index s) { return packed.sentence_start(b, s) + packed.sentence_length(b, s); };
-    const auto add = [&](Index r0, Index m, Index s0, Index s1) {  // rows of sentences s0..s1
+    const auto block = [&](Index r0, Index m, Index key0, Index key_end) {
       KeyWindow k;
       k.b = b;
       k.r0 = r0;
       k.m = m;
-      k.key0 = packed.sentence_start(b, std::max<Index>(0, s0 - w));
-      Index key_end = end_of(std::min(sentences - 1, s1 + w));
-      if (causal) key_end = std::min(key_end, r0 + m);
-      k.span = key_end - k.key0;
+      k.key0 = key0;
+      k.span = (causal ? std::min(key_end, r0 + m) : key_end) - key0;
       out.blocks.push_back(k);
+    };
+    const auto add = [&](Index r0, Index m, Index s0, Index s1) {  // rows of sentences s0..s1
+      const Index key0 = packed.sentence_start(b, std::max<Index>(0, s0 - w));
+      const Index key_end = end_of(std::min(sentences - 1, s1 + w));
+      Index from = r0;
+      if (packed.root_links())  // each root row alone, on the whole sequence
+        for (Index s = s0; s <= s1; ++s) {
+          const Index root = packed.sentence_root(b, s);
+          if (root < r0 || root >= r0 + m) continue;
+          if (root > from) block(from, root - from, key0, key_end);
+          block(root, 1, 0, length);
+          from = root + 1;
+        }
+      if (from < r0 + m) block(from, r0 + m - from, key0, key_end);
     };
     Index s = 0;
     while (s < sentences) {
@@ -84,13 +98,13 @@ inline KeyWindows key_windows(const PackedBuckets& packed, Index n, bool causal)
   out.first.push_back(static_cast<Index>(out.blocks.size()));
   for (const KeyWindow& k : out.blocks) {
     out.rows = std::max(out.rows, k.m);
-    out.max_span = std::max(out.max_span, k.span);
+    out.max_tile = std::max(out.max_tile, k.m * k.span);
   }
   return out;
 }
 
 // tile (k.m, k.span), row-major: the bucket of pair (k.r0 + i, k.key0 + j)
-// (bias/packed_buckets.hpp's rule), -1 for padding rows.
+// (bias/packed_buckets.hpp's rule), -1 for padding rows. O(k.m x k.span).
 inline void fill_bucket_tile(std::int8_t* tile, const PackedBuckets& packed, const KeyWindow& k) {
   const Index length = packed.lengths()[static_cast<std::size_t>(k.b)];
   const Index valid = std::max<Index>(0, std::min(k.m, length - k.r0));
@@ -110,9 +124,13 @@ inline void fill_bucket_tile(std::int8_t* tile, const PackedBuckets& packed, con
       if (t == s) {
         const std::int8_t* src = packed.sentence_row(k.b, s, p - start) + (lo - start);
         std::copy(src, src + (hi - lo), dst);
+      } else if (std::abs(s - t) <= packed.window()) {
+        std::fill(dst, dst + (hi - lo), std::int8_t(packed.cross_bucket()));
       } else {
-        std::fill(dst, dst + (hi - lo), std::abs(s - t) <= packed.window() ? std::int8_t(packed.cross_bucket())
-                                                                           : std::int8_t(-1));
+        std::fill(dst, dst + (hi - lo), std::int8_t(-1));
+        const Index root = packed.sentence_root(k.b, t);  // a root sees the other roots
+        if (packed.root_links() && packed.sentence_root(k.b, s) == p && root >= lo && root < hi)
+          row[root - k.key0] = std::int8_t(packed.cross_bucket());
       }
     }
   }

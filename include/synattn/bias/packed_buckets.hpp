@@ -9,6 +9,9 @@
 // Pair (i, j) of sequence b, i in sentence s and j in sentence t:
 //   s == t                    the sentence's block at (i - start_s, j - start_s)
 //   0 < |s - t| <= window     cross_bucket (-1 masks these too)
+//   root links, i and j the roots of s and t
+//                             cross_bucket (the design documents' few key
+//                             links between sentences)
 //   otherwise                 masked (-1)
 // window = 0 keeps attention within each sentence; window = 1 adds its
 // neighbours. Positions past a sequence's sentences are padding.
@@ -40,16 +43,20 @@
 
 namespace synattn {
 
+// Whether each sentence's root also sees every other sentence's root.
+enum class RootLinks { none, all_roots };
+
 class PackedBuckets {
  public:
   // No sequences, window 0, cross-sentence pairs masked.
   PackedBuckets() = default;
-  // window >= 0; cross_bucket in [-1, 127): the bucket of the pairs across
-  // sentences that the window keeps (-1 masks them).
-  PackedBuckets(int window, int cross_bucket) : window_(window) {
+  // window >= 0; cross_bucket in [-1, 127]: the bucket of the pairs across
+  // sentences that the window (or a root link) keeps (-1 masks them).
+  PackedBuckets(int window, int cross_bucket, RootLinks links = RootLinks::none)
+      : window_(window), root_links_(links == RootLinks::all_roots) {
     if (window < 0) throw Error("PackedBuckets: window must be >= 0, got " + std::to_string(window));
-    if (cross_bucket < -1 || cross_bucket > std::numeric_limits<std::int8_t>::max() - 1)
-      throw Error("PackedBuckets: cross_bucket must be in [-1, 126], got " + std::to_string(cross_bucket));
+    if (cross_bucket < -1 || cross_bucket > std::numeric_limits<std::int8_t>::max())
+      throw Error("PackedBuckets: cross_bucket must be in [-1, 127], got " + std::to_string(cross_bucket));
     cross_ = static_cast<std::int8_t>(cross_bucket);
     max_bucket_ = cross_;
   }
@@ -61,8 +68,9 @@ class PackedBuckets {
   }
 
   // Appends a sentence of block.rows() words to the current sequence: its
-  // square bucket block, values in [-1, 126] (-1 masks the pair).
-  void add_sentence(const Eigen::Ref<const BucketBlock>& block) {
+  // square bucket block, values in [-1, 127] (-1 masks the pair), and its
+  // root word (-1: none; root links need one per sentence).
+  void add_sentence(const Eigen::Ref<const BucketBlock>& block, Index root = -1) {
     const std::string fn = "PackedBuckets::add_sentence";
     if (lengths_.empty()) throw Error(fn + ": call begin_sequence() before the first sentence");
     const Index n = block.rows(), sentence = static_cast<Index>(start_.size());
@@ -70,12 +78,16 @@ class PackedBuckets {
       throw Error(fn + ": sentence " + std::to_string(sentence) + "'s block is " + std::to_string(n) + " x " +
                   std::to_string(block.cols()) + "; a sentence's block is square");
     if (n == 0) throw Error(fn + ": sentence " + std::to_string(sentence) + " has no words");
+    if (root < -1 || root >= n || (root_links_ && root < 0))
+      throw Error(fn + ": sentence " + std::to_string(sentence) + " has root " + std::to_string(root) + "; expected " +
+                  (root_links_ ? "" : "-1 (none) or ") + "a word in [0, " + std::to_string(n) + ")" +
+                  (root_links_ ? " (root links need every sentence's root)" : ""));
     for (Index i = 0; i < n; ++i)
       for (Index j = 0; j < n; ++j) {
         const int v = block(i, j);
-        if (v < -1 || v > std::numeric_limits<std::int8_t>::max() - 1)
+        if (v < -1)
           throw Error(fn + ": sentence " + std::to_string(sentence) + " has bucket " + std::to_string(v) + " at (" +
-                      std::to_string(i) + ", " + std::to_string(j) + "); expected -1 (masked) to 126");
+                      std::to_string(i) + ", " + std::to_string(j) + "); expected -1 (masked) or a bucket >= 0");
         max_bucket_ = std::max<int>(max_bucket_, v);
       }
     if (lengths_.back() > std::numeric_limits<int>::max() - n)
@@ -84,11 +96,13 @@ class PackedBuckets {
     start_.push_back(lengths_.back());
     offset_.push_back(static_cast<Index>(blocks_.size()));
     length_.push_back(n);
+    root_.push_back(root);
     for (Index i = 0; i < n; ++i) blocks_.insert(blocks_.end(), block.row(i).data(), block.row(i).data() + n);
     lengths_.back() += static_cast<int>(n);
   }
 
   int window() const noexcept { return window_; }
+  bool root_links() const noexcept { return root_links_; }
   int cross_bucket() const noexcept { return cross_; }
   // The largest bucket any pair has (-1 if every pair is masked).
   int max_bucket() const noexcept { return max_bucket_; }
@@ -99,6 +113,13 @@ class PackedBuckets {
   // Sentence s of sequence b: its first position in the sequence and its words.
   Index sentence_start(Index b, Index s) const { return start_[sentence_index(b, s)]; }
   Index sentence_length(Index b, Index s) const { return length_[sentence_index(b, s)]; }
+  // Its root word's position in the sequence, or -1.
+  Index sentence_root(Index b, Index s) const {
+    const std::size_t k = sentence_index(b, s);
+    return root_[k] < 0 ? -1 : start_[k] + root_[k];
+  }
+  // True when position p of sequence b is a root that root links join.
+  bool linked_root(Index b, Index p) const { return root_links_ && sentence_root(b, sentence_of(b, p)) == p; }
   // Row i of sentence s of sequence b's block (sentence_length(b, s) values).
   const std::int8_t* sentence_row(Index b, Index s, Index i) const {
     const std::size_t k = sentence_index(b, s);
@@ -119,7 +140,8 @@ class PackedBuckets {
     if (i < 0 || j < 0 || i >= len || j >= len) return -1;
     const Index s = sentence_of(b, i), t = sentence_of(b, j);
     if (s == t) return sentence_row(b, s, i - sentence_start(b, s))[j - sentence_start(b, s)];
-    return std::abs(s - t) <= window_ ? cross_ : std::int8_t(-1);
+    if (std::abs(s - t) <= window_) return cross_;
+    return root_links_ && sentence_root(b, s) == i && sentence_root(b, t) == j ? cross_ : std::int8_t(-1);
   }
 
   // The same pairs as a dense (sequences() * n, n) block, padding -1: what
@@ -155,6 +177,7 @@ class PackedBuckets {
   }
 
   int window_ = 0;
+  bool root_links_ = false;
   std::int8_t cross_ = -1;
   int max_bucket_ = -1;
   std::vector<Index> first_sentence_;  // per sequence: its first sentence
@@ -162,29 +185,37 @@ class PackedBuckets {
   std::vector<Index> start_;           // per sentence: first position in its sequence
   std::vector<Index> offset_;          // per sentence: first byte of its block in blocks_
   std::vector<Index> length_;          // per sentence: words
+  std::vector<Index> root_;            // per sentence: its root word, or -1
   std::vector<std::int8_t> blocks_;    // the sentences' blocks, row-major, one after another
 };
 
+// How make_packed_buckets packs.
+struct PackingOptions {
+  int window = 0;                          // sentences apart that still see each other
+  int max_tree_distance = -1;              // >= 0: mask a sentence's pairs further apart in its tree; -1: keep all
+  RootLinks root_links = RootLinks::none;  // all_roots: every sentence's root sees every other root
+};
+
 // Packs documents (each a list of sentence trees, one sequence per document)
-// with `bucketing`. Pairs across sentences within `window` get the bucket of
-// the bucketing's cross-tree distance (its last bucket, as in a packed forest,
-// SPEC §2). max_tree_distance >= 0 masks the pairs of a sentence further
-// apart in its tree than that (the hard cutoff of sparse attention); -1 keeps
-// every pair.
+// with `bucketing`. Pairs across sentences that the window or a root link
+// keeps get the bucket of the bucketing's cross-tree distance (its last
+// bucket, as in a packed forest, SPEC §2). The hard cutoff
+// (max_tree_distance) is the sparse variant of the design documents; a
+// sentence's root is its tree's first.
 inline PackedBuckets make_packed_buckets(const std::vector<std::vector<DependencyTree>>& documents,
-                                         const Bucketing& bucketing, int window, int max_tree_distance = -1) {
+                                         const Bucketing& bucketing, const PackingOptions& options = {}) {
   const int m = bucketing.cross_distance();
   const int cross = bucketing.kind() == BucketKind::Directed ? bucketing.bucket(m, m) : bucketing.bucket(m);
-  PackedBuckets packed(window, cross);
+  PackedBuckets packed(options.window, cross, options.root_links);
   for (const std::vector<DependencyTree>& document : documents) {
     packed.begin_sequence();
     for (const DependencyTree& tree : document) {
       BucketBatch one = make_bucket_batch({tree}, bucketing);
-      if (max_tree_distance >= 0) {
+      if (options.max_tree_distance >= 0) {
         const RowMajorMatrix<std::int16_t> d = pairwise_distances<std::int16_t>(tree);
-        one.buckets = (d.array() > max_tree_distance).select(std::int8_t(-1), one.buckets);
+        one.buckets = (d.array() > options.max_tree_distance).select(std::int8_t(-1), one.buckets);
       }
-      packed.add_sentence(one.buckets);
+      packed.add_sentence(one.buckets, tree.roots().empty() ? -1 : tree.roots().front());
     }
   }
   return packed;
