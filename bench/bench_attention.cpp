@@ -69,11 +69,12 @@
 
 #include <synattn/attention/syntax_attention.hpp>
 #include <synattn/bias/bucketing.hpp>
+#include <synattn/bias/packed_buckets.hpp>
+#include <synattn/io/conllu.hpp>
 #include <synattn/io/npy.hpp>
 #include <synattn/kernels/linear_small.hpp>
 #include <synattn/kernels/product.hpp>
 #include <synattn/tree/batch.hpp>
-#include <synattn/io/conllu.hpp>
 #include <synattn/util/parallel.hpp>
 
 #include "bench_corpus.hpp"
@@ -84,6 +85,7 @@
 
 #include <Eigen/Core>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -93,6 +95,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -677,6 +680,193 @@ void BM_PathCost(benchmark::State& state, std::size_t shape_index) {
 }
 
 // ---------------------------------------------------------------------------
+// Long documents: one sequence of consecutive EWT train sentences, whole,
+// while they fit n tokens (the rest, under one sentence, is padding),
+// d_model 512, 8 heads, float, one thread, forward + backward.
+//   documents/packed/n:N/w:W    the packed input (bias/packed_buckets.hpp),
+//                               sentence window W, against the floor of the
+//                               four projections alone, interleaved
+//   documents/dense/n:N/PATH    the same document as a dense n x n bucket
+//                               block, on the fused or materialized path
+// Counters: layer_ms, projections_ms and ratio_to_projections (medians);
+// live_pairs_pct (query-key pairs computed, of n^2); GFLOPs (the products'
+// flops actually done, projections plus live tiles, per second) and
+// pct_of_peak against fma_peak_GFLOPs; layer_peak_MB, the peak resident
+// memory of the layer's first forward + backward (its parameters, cache,
+// output and gradients) over what was resident before it (the corpus and
+// the inputs: inputs_rss_MB). The peak is the process's (VmHWM, reset
+// first), so it is this benchmark's own only alone in its process:
+// tools/bench_documents.sh runs each benchmark in a process of its own.
+// ---------------------------------------------------------------------------
+
+struct Document {
+  int n = 0, words = 0, sentences = 0;
+  synattn::PackedBuckets packed;
+  Matrix x, dout;
+};
+
+const Document& document(int n, int window) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Document>> cache;
+  auto& slot = cache[{n, window}];
+  if (slot) return *slot;
+  slot = std::make_unique<Document>();
+  Document& d = *slot;
+  d.n = n;
+  std::vector<synattn::DependencyTree> trees;
+  for (const auto& heads : corpus().sentences) {
+    if (d.words + int(heads.size()) > n) break;
+    trees.emplace_back(heads);
+    d.words += int(heads.size());
+  }
+  d.sentences = int(trees.size());
+  synattn::PackingOptions packing;
+  packing.window = window;
+  d.packed = synattn::make_packed_buckets({trees}, synattn::Bucketing::linear(kMaxDistance), packing);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  d.x = Matrix::NullaryExpr(n, 512, [&] { return normal(rng); });
+  d.dout = Matrix::NullaryExpr(n, 512, [&] { return normal(rng); });
+  return d;
+}
+
+// The process's peak resident memory since the last reset_resident_peak()
+// (Linux: VmHWM; getrusage's ru_maxrss cannot be reset, and the corpus's
+// reading peaks higher than a small layer). 0 where /proc has no VmHWM.
+double resident_peak_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
+  return 0;
+}
+void reset_resident_peak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";  // resets VmHWM to the current resident size
+}
+
+double resident_now_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// The four projections, forward and backward, alone: qkv = x [Wq; Wk; Wv]^T,
+// out = ctx Wo^T; dctx = dout Wo, dWo += dout^T ctx, dWqkv += dqkv^T x,
+// dx = dqkv [Wq; Wk; Wv]: 2 n d (4d) multiply-adds x 3.
+struct Projections {
+  Matrix w_qkv, w_o, qkv, ctx, out, dctx, dw_o, dw_qkv, dqkv, dx;
+  Projections(Index n, Index d)
+      : w_qkv(Matrix::Constant(3 * d, d, 0.01f)),
+        w_o(Matrix::Constant(d, d, 0.01f)),
+        qkv(n, 3 * d),
+        ctx(Matrix::Constant(n, d, 0.5f)),
+        out(n, d),
+        dctx(n, d),
+        dw_o(Matrix::Zero(d, d)),
+        dw_qkv(Matrix::Zero(3 * d, d)),
+        dqkv(Matrix::Constant(n, 3 * d, 0.5f)),
+        dx(n, d) {}
+  void run(const Matrix& x, const Matrix& dout) {
+    using synattn::kernels::Accumulate;
+    using synattn::kernels::Transpose;
+    synattn::kernels::product<Scalar>(qkv, x, w_qkv, Transpose::rhs);
+    synattn::kernels::product<Scalar>(out, ctx, w_o, Transpose::rhs);
+    synattn::kernels::product<Scalar>(dctx, dout, w_o);
+    synattn::kernels::product<Scalar>(dw_o, dout, ctx, Transpose::lhs, Accumulate::add);
+    synattn::kernels::product<Scalar>(dw_qkv, dqkv, x, Transpose::lhs, Accumulate::add);
+    synattn::kernels::product<Scalar>(dx, dqkv, w_qkv);
+  }
+};
+
+double timed(const std::function<void()>& f) {
+  const auto t0 = Clock::now();
+  f();
+  benchmark::ClobberMemory();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+synattn::AttentionOptions document_options() { return layer_options(Shape{1, 0, 512, 8, false}); }
+
+void BM_PackedDocument(benchmark::State& state, int n, int window) {
+  const Document& d = document(n, window);
+  use_threads(1);
+  reset_resident_peak();
+  const double inputs_mb = resident_now_mb();
+  const synattn::SyntaxBiasedAttention<Scalar> layer(document_options());
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(n, 512), dx(n, 512);
+  Eigen::VectorXf grads = Eigen::VectorXf::Zero(layer.parameter_count());
+  const auto run_layer = [&] {
+    layer.forward({d.x, d.packed}, cache, out);
+    layer.backward(cache, d.dout, {dx}, grads);
+    benchmark::DoNotOptimize(dx.data());
+  };
+  run_layer();
+  const double layer_peak_mb = resident_peak_mb() - inputs_mb;  // before the floor's buffers exist
+  Projections floor(n, 512);
+  const auto run_floor = [&] { floor.run(d.x, d.dout); };
+  run_floor();
+  std::vector<double> layer_t, floor_t;
+  for (auto _ : state) {
+    layer_t.push_back(timed(run_layer));
+    floor_t.push_back(timed(run_floor));
+    state.SetIterationTime(layer_t.back());
+  }
+  use_threads(g_default_threads);
+  const auto windows = synattn::attention_detail::key_windows(d.packed, n, false);
+  double live = 0;
+  for (const auto& k : windows.blocks) live += double(k.m) * double(k.span);
+  const double dk = 64, heads = 8;
+  // Forward: QK^T and PV; backward: QK^T again, dP, dV, dQ, dK: 2 flops per multiply-add.
+  const double tile_flops = live * heads * 2.0 * (2 * dk + 5 * dk);
+  const double projection_flops = 2.0 * n * 512.0 * 2048.0 * 3.0;
+  const double peak = fma_run(fma_kernels()[0], 1, 1'000'000);
+  state.counters["layer_ms"] = median(layer_t) * 1e3;
+  state.counters["projections_ms"] = median(floor_t) * 1e3;
+  state.counters["ratio_to_projections"] = median(layer_t) / median(floor_t);
+  state.counters["live_pairs_pct"] = 100.0 * live / (double(n) * n);
+  state.counters["GFLOPs"] = (tile_flops + projection_flops) / median(layer_t) * 1e-9;
+  state.counters["fma_peak_GFLOPs"] = peak;
+  state.counters["pct_of_peak"] = 100.0 * (tile_flops + projection_flops) / median(layer_t) * 1e-9 / peak;
+  state.counters["layer_peak_MB"] = layer_peak_mb;
+  state.counters["inputs_rss_MB"] = inputs_mb;
+  state.counters["words"] = d.words;
+  state.counters["sentences"] = d.sentences;
+}
+
+void BM_DenseDocument(benchmark::State& state, int n, synattn::AttentionPath path) {
+  const Document& d = document(n, 1);
+  use_threads(1);
+  const Buckets buckets = d.packed.dense(n);
+  const std::vector<int> lengths = d.packed.lengths();
+  reset_resident_peak();
+  const double inputs_mb = resident_now_mb();
+  synattn::AttentionOptions o = document_options();
+  o.path = path;
+  const synattn::SyntaxBiasedAttention<Scalar> layer(o);
+  synattn::AttentionCache<Scalar> cache;
+  Matrix out(n, 512), dx(n, 512);
+  Eigen::VectorXf grads = Eigen::VectorXf::Zero(layer.parameter_count());
+  const auto run_layer = [&] {
+    layer.forward({d.x, lengths, buckets}, cache, out);
+    layer.backward(cache, d.dout, {dx}, grads);
+    benchmark::DoNotOptimize(dx.data());
+  };
+  run_layer();
+  const double layer_peak_mb = resident_peak_mb() - inputs_mb;
+  std::vector<double> layer_t;
+  for (auto _ : state) {
+    layer_t.push_back(timed(run_layer));
+    state.SetIterationTime(layer_t.back());
+  }
+  use_threads(g_default_threads);
+  state.counters["layer_ms"] = median(layer_t) * 1e3;
+  state.counters["layer_peak_MB"] = layer_peak_mb;
+  state.counters["inputs_rss_MB"] = inputs_mb;
+}
+
+// ---------------------------------------------------------------------------
 // LibTorch: the same layer in LibTorch's C++ API (libtorch_peer.cpp), with
 // the synattn layer's own weights, on the same inputs and trees.
 // ---------------------------------------------------------------------------
@@ -764,6 +954,23 @@ void register_all() {
       benchmark::RegisterBenchmark(("path/fwdbwd/" + shapes()[i].name() + "/omp:1").c_str(), BM_PathCost, i)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
+  if (!g_busy) {
+    for (int n : {1024, 4096, 16384})
+      for (int window : {0, 1})
+        benchmark::RegisterBenchmark(
+            ("documents/packed/n:" + std::to_string(n) + "/w:" + std::to_string(window) + "/omp:1").c_str(),
+            BM_PackedDocument, n, window)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+    for (int n : {1024, 4096})
+      for (const auto path : {synattn::AttentionPath::fused, synattn::AttentionPath::materialized})
+        benchmark::RegisterBenchmark(
+            ("documents/dense/n:" + std::to_string(n) + "/" + synattn::to_string(path) + "/omp:1").c_str(),
+            BM_DenseDocument, n, path)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(3);
+  }
   for (std::size_t i = 0; i < shapes().size(); ++i) {
     const Shape& s = shapes()[i];
     for (int pass = 0; pass < (s.latency ? 1 : 2); ++pass)

@@ -25,6 +25,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <synattn/attention/syntax_attention.hpp>
+#include <synattn/bias/packed_buckets.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -161,6 +162,66 @@ double score_bound(const Layer& layer, const synattn_test::MatrixD& xq, const sy
     bound = std::max(bound, mq * mk / std::sqrt(double(dk)));
   }
   return bound;
+}
+
+// Packed documents (bias/packed_buckets.hpp): the self-attention input cut
+// into sentences of drawn lengths, each keeping its diagonal block of view
+// 0's buckets, with a drawn window, cross-sentence bucket and root links.
+// The packed forward must give the dense forward on packed.dense(n) (or both
+// refuse, or the packed one refuse what it cannot run), and its backward
+// must run. Drawn after everything else, so older inputs keep their meaning.
+template <class Scalar, class Layer>
+void check_packed(Draw& d, Layer& layer, const AttentionOptions& o, const RowMajorMatrix<Scalar>& x,
+                  const std::vector<int>& lq, const synattn_test::BucketBlock& buckets, int nq, int nb,
+                  const synattn::RandomStream* stream) {
+  using Matrix = RowMajorMatrix<Scalar>;
+  for (int l : lq)
+    if (l < 0 || l > nq) return;  // a length out of range: refused by the dense forward already
+  const int window = d.small(0, 2), cross_bucket = d.small(-1, nb - 1);
+  const synattn::RootLinks links = d.flag() ? synattn::RootLinks::all_roots : synattn::RootLinks::none;
+  std::unique_ptr<synattn::PackedBuckets> packed;
+  try {
+    packed = std::make_unique<synattn::PackedBuckets>(window, cross_bucket, links);
+    for (std::size_t b = 0; b < lq.size(); ++b) {
+      packed->begin_sequence();
+      for (int start = 0; start < lq[b];) {
+        const int len = std::min(lq[b] - start, d.small(1, 8));
+        const Index row = Index(b) * nq + start;
+        packed->add_sentence(buckets.block(row, start, len, len), d.small(0, len - 1));
+        start += len;
+      }
+    }
+  } catch (const synattn::Error&) {  // a bucket below -1 (tame when the layer has no bias to read it)
+    require(!d.tame || !o.syntax_bias);
+    return;
+  }
+  const synattn_test::BucketBlock dense = packed->dense(nq);
+  typename Layer::Cache dense_cache, packed_cache;
+  Matrix want(x.rows(), o.d_model), got(x.rows(), o.d_model);
+  bool dense_ok = true;
+  try {
+    layer.forward({x, packed->lengths(), dense}, dense_cache, want, stream);
+  } catch (const synattn::Error&) {
+    dense_ok = false;
+  }
+  const bool packable = o.syntax_bias && o.bias.fusion.views == 1 && !o.talking_heads_pre && !o.talking_heads_post &&
+                        o.path != synattn::AttentionPath::materialized;
+  try {
+    layer.forward({x, *packed}, packed_cache, got, stream);
+  } catch (const synattn::Error&) {
+    require(!packable || !dense_ok || !d.tame);
+    return;
+  }
+  require(packable);
+  if (!d.tame || !dense_ok) return;
+  const synattn_test::MatrixD xd = x.template cast<double>();
+  const double tol = sizeof(Scalar) == sizeof(double) ? 1e-10 : 1e-4 * std::max(1.0, score_bound(layer, xd, xd) / 16);
+  const double err = got.size() ? (got - want).template cast<double>().cwiseAbs().maxCoeff() : 0.0;
+  require(err <= tol * std::max(1.0, max_abs<double>(want.template cast<double>())));
+  const Matrix dout = Matrix::Constant(got.rows(), got.cols(), Scalar(0.5));
+  Matrix dx(x.rows(), x.cols());
+  layer.backward(packed_cache, dout, {dx});
+  require(dx.allFinite() && layer.gradients().allFinite());
 }
 
 template <class Scalar>
@@ -343,6 +404,9 @@ void run(FuzzedDataProvider& in) {
     } catch (const synattn::Error&) {
     }
   }
+  if (!cross && d.flag())
+    check_packed<Scalar>(d, layer, o, x, lq, buckets.topRows(Index(batch) * nq), nq, nb,
+                         training_dropout ? &stream : nullptr);
 }
 
 }  // namespace
