@@ -168,22 +168,22 @@ TEST_CASE("guide: long documents, packed", "[readme]") {
   using namespace synattn;
   const DependencyTree tree_a({1, -1, 1}), tree_b({-1, 0}), tree_c({2, 2, -1, 2});
 
-  // snippet: docs/guide.md
-  // One sequence per document (e.g. a CoNLL-U file's `# newdoc id` groups), its sentences' trees in order.
-  const std::vector<std::vector<DependencyTree>> documents = {{tree_a, tree_b, tree_c}};
-  PackingOptions packing;
-  packing.window = 1;  // a sentence sees itself and its neighbours; 0: itself only
-  // packing.root_links = RootLinks::all_roots;  packing.max_tree_distance = 4;
-  const PackedBuckets packed = make_packed_buckets(documents, Bucketing::linear(10), packing);
+// snippet: docs/guide.md
+// One sequence per document (e.g. a CoNLL-U file's `# newdoc id` groups), its sentences' trees in order.
+const std::vector<std::vector<DependencyTree>> documents = {{tree_a, tree_b, tree_c}};
+PackingOptions packing;
+packing.window = 1;  // a sentence sees itself and its neighbours; 0: itself only
+// packing.root_links = RootLinks::all_roots;  packing.max_tree_distance = 4;
+const PackedBuckets packed = make_packed_buckets(documents, Bucketing::linear(10), packing);
 
-  AttentionOptions options(64, 4);
-  SyntaxBiasedAttention<float> layer(options);
-  const Eigen::Index n = packed.lengths()[0];  // x: (documents * n, 64), n >= the longest document
-  RowMajorMatrix<float> x = RowMajorMatrix<float>::Random(n, 64), out(n, 64), dx(n, 64);
-  AttentionCache<float> cache;
-  layer.forward({x, packed}, cache, out);  // computes only the keys each row's window sees
-  layer.backward(cache, RowMajorMatrix<float>::Ones(n, 64), {dx});
-  // end snippet
+AttentionOptions options(64, 4);
+SyntaxBiasedAttention<float> layer(options);
+const Eigen::Index n = packed.lengths()[0];  // x: (documents * n, 64), n >= the longest document
+RowMajorMatrix<float> x = RowMajorMatrix<float>::Random(n, 64), out(n, 64), dx(n, 64);
+AttentionCache<float> cache;
+layer.forward({x, packed}, cache, out);  // computes only the keys each row's window sees
+layer.backward(cache, RowMajorMatrix<float>::Ones(n, 64), {dx});
+// end snippet
 
   CHECK(n == 9);
   CHECK(packed.block_bytes() == 9 + 4 + 16);
