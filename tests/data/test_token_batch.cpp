@@ -5,6 +5,9 @@
 #include <numeric>
 #include <string>
 
+#include <synattn/bias/bucket_batch.hpp>
+#include <synattn/data/documents.hpp>
+#include <synattn/data/packed_batch.hpp>
 #include <synattn/data/token_batch.hpp>
 #include <synattn/data/tree_source.hpp>
 #include <synattn/tree/distance.hpp>
@@ -378,4 +381,110 @@ TEST_CASE("tree views: one TokenBatch serves batches of any view count, and clea
   CHECK(tb.views() == 1);
   CHECK(tb.buckets.size() == 0);
   CHECK(EncodedCorpus(std::vector<TaggedSentence>{}, e.vocab, e.labels, &linear).views() == 1);
+}
+
+TEST_CASE("EWT's documents: newdoc groups, a subset of whole documents, chunks within a token budget",
+          "[token_batch][ewt][documents]") {
+  const Ewt& e = ewt();
+  const auto docs = corpus_documents(e.train);
+  // Every sentence once, in file order; each document begins at a newdoc.
+  std::size_t next = 0;
+  for (const Document& d : docs) {
+    REQUIRE(!d.sentences.empty());
+    CHECK(e.train[d.sentences.front()].new_document);
+    CHECK(e.train[d.sentences.front()].document_id == d.id);
+    for (std::size_t i : d.sentences) CHECK(i == next++);
+  }
+  CHECK(next == e.train.size());
+  CHECK(docs.size() == 540);  // the train file's "# newdoc id" lines
+
+  const auto subset = select_document_subset(docs, 2000, 7);
+  const std::vector<std::size_t> sentences = document_sentences(subset);
+  CHECK(sentences.size() == 2000);
+  for (std::size_t k = 0; k < subset.size(); ++k) {  // whole documents, the last one possibly cut
+    const auto whole = std::find_if(docs.begin(), docs.end(), [&](const Document& d) { return d.id == subset[k].id; });
+    REQUIRE(whole != docs.end());
+    if (k + 1 < subset.size()) CHECK(whole->sentences == subset[k].sentences);
+    CHECK(std::equal(subset[k].sentences.begin(), subset[k].sentences.end(), whole->sentences.begin()));
+  }
+  CHECK(document_sentences(select_document_subset(docs, 2000, 7)) == sentences);  // a pure function of the seed
+  CHECK(document_sentences(select_document_subset(docs, 2000, 8)) != sentences);
+  CHECK(document_sentences(select_document_subset(docs, 1u << 30, 7)).size() == e.train.size());
+
+  const std::vector<int> lengths = sentence_lengths(e.train);
+  for (int budget : {1, 60, 4096}) {
+    const auto chunks = document_chunks(subset, lengths, budget);
+    std::vector<std::size_t> flat;
+    for (const auto& c : chunks) {
+      REQUIRE(!c.empty());
+      long long words = 0;
+      for (std::size_t i : c) words += lengths[i];
+      CHECK((words <= budget || c.size() == 1));  // only a sentence longer than the budget stands alone above it
+      flat.insert(flat.end(), c.begin(), c.end());
+    }
+    CHECK(flat == sentences);  // in order, every sentence once, never across documents:
+    std::size_t d = 0, in_doc = 0;
+    for (const auto& c : chunks) {
+      if (in_doc == subset[d].sentences.size()) ++d, in_doc = 0;
+      for (std::size_t i : c) CHECK(i == subset[d].sentences[in_doc++]);
+    }
+  }
+  CHECK_THROWS_WITH(document_chunks(subset, lengths, 0), Catch::Contains("max_tokens must be >= 1, got 0"));
+  CHECK_THROWS_WITH(document_chunks(docs, {3, 4}, 10), Catch::Contains("expected < 2 (the lengths given)"));
+}
+
+TEST_CASE("a packed batch holds each sentence as make_token_batch does, and its trees' packed buckets",
+          "[token_batch][ewt][packed]") {
+  const Ewt& e = ewt();
+  const auto docs = corpus_documents(e.dev);
+  for (const Bucketing& bucketing : {Bucketing::linear(10), Bucketing::directed(4)}) {
+    const EncodedCorpus corpus(e.dev, e.vocab, e.labels, &bucketing);
+    const auto chunks = document_chunks({docs[0], docs[1], docs[2]}, corpus.lengths(), 300);
+    REQUIRE(chunks.size() >= 3);
+    const std::vector<std::vector<std::size_t>> sequences(chunks.begin(), chunks.begin() + 3);
+    const WordDropout dropout = WordDropout::for_epoch(3, 1);
+    for (const PackingOptions& options : {PackingOptions{0}, PackingOptions{1, -1, RootLinks::all_roots}}) {
+      PackedTokenBatch packed;
+      make_packed_token_batch(corpus, sequences, options, dropout, packed);
+      REQUIRE(packed.batch() == 3);
+      std::size_t tokens = 0, dropped = 0;
+      std::vector<std::vector<DependencyTree>> trees;
+      for (int b = 0; b < 3; ++b) {
+        TokenBatch one;
+        make_token_batch(corpus, sequences[static_cast<std::size_t>(b)], dropout, one);
+        tokens += one.tokens;
+        dropped += one.dropped;
+        trees.emplace_back();
+        Index at = 0;
+        for (int k = 0; k < one.batch(); ++k) {
+          const int len = one.lengths[static_cast<std::size_t>(k)];
+          CHECK(packed.ids.row(b).segment(at, len) == one.ids.row(k).head(len));
+          CHECK(packed.labels.row(b).segment(at, len) == one.labels.row(k).head(len));
+          trees.back().push_back(e.dev[sequences[static_cast<std::size_t>(b)][static_cast<std::size_t>(k)]].tree);
+          at += len;
+        }
+        CHECK(packed.lengths()[static_cast<std::size_t>(b)] == at);
+        CHECK((packed.ids.row(b).tail(packed.n() - at).array() == Vocabulary::kPad).all());
+        CHECK((packed.labels.row(b).tail(packed.n() - at).array() == LabelSet::kIgnore).all());
+      }
+      CHECK(packed.tokens == tokens);
+      CHECK(packed.dropped == dropped);
+      CHECK(dropped > 0);
+      const PackedBuckets from_trees = make_packed_buckets(trees, bucketing, options);
+      CHECK(packed.buckets.dense(packed.n()) == from_trees.dense(packed.n()));
+      CHECK(packed.buckets.block_bytes() == from_trees.block_bytes());
+    }
+    PackedTokenBatch out;
+    CHECK_THROWS_WITH(make_packed_token_batch(corpus, {}, {}, dropout, out), Catch::Contains("'sequences' is empty"));
+    CHECK_THROWS_WITH(make_packed_token_batch(corpus, {{0}, {}}, {}, dropout, out),
+                      Catch::Contains("sequences[1] holds no sentence"));
+    CHECK_THROWS_WITH(make_packed_token_batch(corpus, {{0, corpus.size()}}, {}, dropout, out),
+                      Catch::Contains("sequences[0][1] = "));
+    CHECK_THROWS_WITH(make_packed_token_batch(corpus, {{0}}, {0, 3}, dropout, out),
+                      Catch::Contains("use make_packed_buckets for a cutoff"));
+  }
+  const EncodedCorpus plain(e.dev, e.vocab, e.labels, nullptr);
+  PackedTokenBatch out;
+  CHECK_THROWS_WITH(make_packed_token_batch(plain, {{0}}, {}, WordDropout::none(), out),
+                    Catch::Contains("the corpus has no bucketing"));
 }

@@ -94,6 +94,26 @@ TEST_CASE("a well-formed sentence is read with its comments, columns and line", 
   CHECK(file_heads(s) == std::vector<int>{2, 3, 0, 3});
 }
 
+TEST_CASE("newdoc comments mark a document's first sentence, with or without an id", "[conllu][documents]") {
+  const auto sentences = parse("# newdoc id = d1\n" + chain(2, "a") + chain(1, "b") + "# newdoc\n" + chain(1, "c") +
+                               "#  newdoc id =  d3 \n" + chain(2, "d") + "# newdocs = x\n" + chain(1, "e"));
+  REQUIRE(sentences.size() == 5);
+  CHECK(sentences[0].new_document);
+  CHECK(sentences[0].document_id == "d1");
+  CHECK_FALSE(sentences[1].new_document);  // a sentence's own comments only: the next one continues the document
+  CHECK(sentences[1].document_id.empty());
+  CHECK(sentences[2].new_document);
+  CHECK(sentences[2].document_id.empty());
+  CHECK(sentences[3].new_document);
+  CHECK(sentences[3].document_id == "d3");
+  CHECK_FALSE(sentences[4].new_document);  // another key that starts with "newdoc"
+  // The real files: EWT's dev sample begins a document at its first sentence.
+  const auto sample = read_conllu(sample_path());
+  REQUIRE(!sample.empty());
+  CHECK(sample[0].new_document);
+  CHECK(sample[0].document_id == "weblog-blogspot.com_nominations_20041117172713_ENG_20041117_172713");
+}
+
 TEST_CASE("heads round-trip between CoNLL-U and canonical form", "[conllu][heads]") {
   const auto sentences = parse(row(1, "a", 3) + row(2, "b", 3) + row(3, "c", 0) + row(4, "d", 3) +
                                row(5, "e", 4) + "\n");

@@ -407,3 +407,58 @@ TEST_CASE("Tagger: non-finite parameters and logits are named in forward; NaN dr
     CHECK_THROWS_WITH(SyntaxTransformerTagger<double>(o), Contains("TaggerOptions.dropout"));
   }
 }
+
+TEST_CASE("Tagger: packed documents give the dense masked block's logits, loss and gradients",
+          "[nn][tagger][packed]") {
+  // Two sequences of sentences (one padded), window 1, root links: the
+  // packed forward must be the dense forward over packed.dense(n), dropout
+  // and all, and so must every gradient.
+  std::mt19937 gen(17);
+  PackedBuckets packed(/*window=*/1, /*cross_bucket=*/3, RootLinks::all_roots);
+  const std::vector<std::vector<int>> sentences = {{5, 3, 7, 2}, {6, 4}};
+  for (const auto& sequence : sentences) {
+    packed.begin_sequence();
+    for (int len : sequence) {
+      Buckets block(len, len);
+      for (int i = 0; i < len; ++i)
+        for (int j = 0; j < len; ++j) block(i, j) = static_cast<std::int8_t>(std::min(std::abs(i - j), 3));
+      packed.add_sentence(block, static_cast<Index>(gen() % static_cast<unsigned>(len)));
+    }
+  }
+  const int n = 17;  // the first sequence's words; the second is padded
+  const Index tokens = 2 * n;
+  IdVector ids = IdVector::Zero(tokens), labels = IdVector::Constant(tokens, kIgnoreLabel);
+  for (int s = 0; s < 2; ++s)
+    for (int i = 0; i < packed.lengths()[static_cast<std::size_t>(s)]; ++i) {
+      ids[s * n + i] = 1 + static_cast<int>(gen() % 19u);
+      labels[s * n + i] = static_cast<int>(gen() % 3u);
+    }
+  const Buckets dense = packed.dense(n);
+  TaggerOptions o = options();
+  o.dropout = 0.1;
+  o.attention_dropout = 0.2;
+  o.bias.per_head = true;
+  SyntaxTransformerTagger<double> model(o);
+  const RandomStream drop = RandomStream(5).derive(2);
+  TaggerCache<double> cp, cd;
+  model.zero_grad();
+  const LossResult lp = model.loss_and_backward(ids, packed, labels, cp, &drop);
+  const Eigen::VectorXd gp = model.gradients();
+  model.zero_grad();
+  const LossResult ld = model.loss_and_backward(ids, packed.lengths(), dense, labels, cd, &drop);
+  const Eigen::VectorXd gd = model.gradients();
+  CHECK(lp.loss == Approx(ld.loss).epsilon(1e-12));
+  CHECK((cp.logits - cd.logits).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK((gp - gd).cwiseAbs().maxCoeff() < 1e-10 * std::max(1.0, gd.cwiseAbs().maxCoeff()));
+  CHECK(model.predict(ids, packed, cp) == model.predict(ids, packed.lengths(), dense, cd));
+
+  // Every layer must be biased: a packing's windows are buckets.
+  TaggerOptions unbiased = options();
+  unbiased.bias_layers = BiasLayers::Bottom;
+  unbiased.bias_k = 1;
+  SyntaxTransformerTagger<double> partial(unbiased);
+  CHECK_THROWS_WITH(partial.forward(ids, packed, cp, nullptr),
+                    Catch::Contains("layer 1 has no syntax bias; packed documents need every layer biased"));
+  // The rows must split into the packing's sequences.
+  CHECK_THROWS_WITH(model.forward(ids.head(tokens - 1), packed, cp, nullptr), Catch::Contains("not a multiple"));
+}

@@ -189,6 +189,13 @@ class PackedBuckets {
   std::vector<std::int8_t> blocks_;    // the sentences' blocks, row-major, one after another
 };
 
+// The bucket of a pair in two different trees of a forest (SPEC §2): the
+// bucketing's cross-tree distance, up and down alike when directed.
+inline int cross_tree_bucket(const Bucketing& bucketing) {
+  const int m = bucketing.cross_distance();
+  return bucketing.kind() == BucketKind::Directed ? bucketing.bucket(m, m) : bucketing.bucket(m);
+}
+
 // How make_packed_buckets packs.
 struct PackingOptions {
   int window = 0;                          // sentences apart that still see each other
@@ -204,9 +211,7 @@ struct PackingOptions {
 // sentence's root is its tree's first.
 inline PackedBuckets make_packed_buckets(const std::vector<std::vector<DependencyTree>>& documents,
                                          const Bucketing& bucketing, const PackingOptions& options = {}) {
-  const int m = bucketing.cross_distance();
-  const int cross = bucketing.kind() == BucketKind::Directed ? bucketing.bucket(m, m) : bucketing.bucket(m);
-  PackedBuckets packed(options.window, cross, options.root_links);
+  PackedBuckets packed(options.window, cross_tree_bucket(bucketing), options.root_links);
   for (const std::vector<DependencyTree>& document : documents) {
     packed.begin_sequence();
     for (const DependencyTree& tree : document) {

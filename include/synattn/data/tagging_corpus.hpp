@@ -39,6 +39,10 @@ struct TaggedSentence {
   std::vector<std::string> labels;  // each word's label (TaggingOptions::labels)
   DependencyTree tree;              // built once from heads (distances come from it)
   std::size_t line = 0;             // 1-based line of the sentence in its file
+  // CoNLL-U "# newdoc [id = ...]": the first sentence of a document, and its
+  // id (data/documents.hpp groups a corpus into documents by it).
+  bool new_document = false;
+  std::string document_id;
   // Tree fusion: the trees of views 1, 2, ... of the same words (e.g. what
   // other parsers drew; data/tree_source.hpp's add_tree_view), view 0 being
   // `tree`. Empty: one view, as before views existed. A view's heads are its
@@ -143,6 +147,8 @@ inline TaggedSentence to_tagged_sentence(const ConlluSentence& s, const std::str
   TaggedSentence t;
   t.id = s.label();
   t.line = s.line;
+  t.new_document = s.new_document;
+  t.document_id = s.document_id;
   t.heads = s.heads();
   t.forms.reserve(s.size());
   t.labels.reserve(s.size());

@@ -228,10 +228,6 @@ inline void make_token_batch(const std::vector<TaggedSentence>& sentences,
   }
 }
 
-class EncodedCorpus;
-inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std::size_t>& indices,
-                             const WordDropout& dropout, TokenBatch& out);
-
 // A corpus encoded once for one vocabulary, label set and bucketing: word
 // ids, labels, singleton flags and each sentence's length x length bucket
 // corners (one per tree view, view after view), stored flat. Batching it is
@@ -267,6 +263,7 @@ class EncodedCorpus {
         ignored_ += label == LabelSet::kIgnore ? 1 : 0;
       }
       word_offset_.push_back(ids_.size());
+      roots_.push_back(s.tree.roots().empty() ? -1 : s.tree.roots().front());
       if (bucketing) add_corners(s, *bucketing, scratch);
       bucket_offset_.push_back(buckets_.size());
     }
@@ -285,6 +282,37 @@ class EncodedCorpus {
   // Tree views of every sentence (1 for an empty corpus).
   int views() const noexcept { return views_; }
 
+  // What a batch holds of sentence i (i < size()): its word ids, with word
+  // dropout `dropout` keyed by i, and its labels, written to ids[0..length)
+  // and labels[0..length); adds its counted labels to `tokens` and its
+  // dropped words to `dropped`.
+  void words(std::size_t i, const WordDropout& dropout, std::int32_t* ids, std::int32_t* labels,
+             std::size_t& tokens, std::size_t& dropped) const {
+    const std::size_t first = word_offset_[i];
+    const int len = length(i);
+    const RandomStream drop = word_dropout_stream(dropout.seed, dropout.epoch, i);
+    for (int j = 0; j < len; ++j) {
+      std::int32_t id = ids_[first + static_cast<std::size_t>(j)];
+      if (dropout.enabled && singleton_[first + static_cast<std::size_t>(j)] &&
+          drop.uniform(static_cast<std::uint64_t>(j)) < dropout.p) {
+        id = Vocabulary::kUnk;
+        ++dropped;
+      }
+      ids[j] = id;
+      labels[j] = labels_[first + static_cast<std::size_t>(j)];
+      tokens += labels[j] == LabelSet::kIgnore ? 0 : 1;
+    }
+  }
+  // Sentence i's length x length bucket block of tree view v (a view of the
+  // corpus's storage); needs a bucketing.
+  Eigen::Map<const BucketBlock> buckets(std::size_t i, int v = 0) const {
+    const Index len = length(i);
+    return Eigen::Map<const BucketBlock>(buckets_.data() + bucket_offset_[i] + static_cast<std::size_t>(v * len * len),
+                                         len, len);
+  }
+  // Sentence i's root word in view 0's tree (its first root), -1 without one.
+  Index root(std::size_t i) const { return roots_.at(i); }
+
  private:
   // Appends the length x length corner of each of `s`'s views, bucketed in
   // place in buckets_ (no corner copied).
@@ -298,12 +326,11 @@ class EncodedCorpus {
     }
   }
 
-  friend void make_token_batch(const EncodedCorpus&, const std::vector<std::size_t>&, const WordDropout&,
-                               TokenBatch&);
   std::vector<std::int32_t> ids_, labels_;
   std::vector<unsigned char> singleton_;
   std::vector<std::int8_t> buckets_;
   std::vector<std::size_t> word_offset_, bucket_offset_;
+  std::vector<Index> roots_;
   std::optional<Bucketing> bucketing_;
   std::size_t ignored_ = 0;
   int views_ = 1;
@@ -323,34 +350,16 @@ inline void make_token_batch(const EncodedCorpus& corpus, const std::vector<std:
     n = corpus.length(indices[k]) > n ? corpus.length(indices[k]) : n;
   }
   const Index batch = static_cast<Index>(indices.size());
-  const bool bucketed = corpus.bucketing_.has_value();
-  const int views = corpus.views_;
+  const bool bucketed = corpus.bucketing() != nullptr;
+  const int views = corpus.views();
   detail::reset_token_batch(out, batch, static_cast<Index>(n), bucketed, views);
   for (Index b = 0; b < batch; ++b) {
     const std::size_t index = indices[static_cast<std::size_t>(b)];
-    const std::size_t first = corpus.word_offset_[index];
     const int len = corpus.length(index);
     out.lengths[static_cast<std::size_t>(b)] = len;
-    std::int32_t* ids = out.ids.row(b).data();
-    std::int32_t* labels = out.labels.row(b).data();
-    const RandomStream drop = word_dropout_stream(dropout.seed, dropout.epoch, index);
-    for (int j = 0; j < len; ++j) {
-      std::int32_t id = corpus.ids_[first + static_cast<std::size_t>(j)];
-      if (dropout.enabled && corpus.singleton_[first + static_cast<std::size_t>(j)] &&
-          drop.uniform(static_cast<std::uint64_t>(j)) < dropout.p) {
-        id = Vocabulary::kUnk;
-        ++out.dropped;
-      }
-      ids[j] = id;
-      labels[j] = corpus.labels_[first + static_cast<std::size_t>(j)];
-      out.tokens += labels[j] == LabelSet::kIgnore ? 0 : 1;
-    }
+    corpus.words(index, dropout, out.ids.row(b).data(), out.labels.row(b).data(), out.tokens, out.dropped);
     if (!bucketed) continue;
-    const std::int8_t* src = corpus.buckets_.data() + corpus.bucket_offset_[index];
-    for (int v = 0; v < views; ++v, src += static_cast<std::ptrdiff_t>(len) * len)
-      for (int r = 0; r < len; ++r)
-        std::copy(src + static_cast<std::ptrdiff_t>(r) * len, src + static_cast<std::ptrdiff_t>(r + 1) * len,
-                  out.buckets.row((v * batch + b) * n + r).data());
+    for (int v = 0; v < views; ++v) out.buckets.block((v * batch + b) * n, 0, len, len) = corpus.buckets(index, v);
   }
 }
 

@@ -1,7 +1,8 @@
 // synattn — CoNLL-U input: a streaming reader of dependency trees (SPEC §1).
 //
 // Reads the columns a syntax bias needs (ID, FORM, UPOS, HEAD, DEPREL) and the
-// `# sent_id` / `# text` comments. Multiword-token lines (`3-4`) and empty
+// `# sent_id` / `# text` / `# newdoc [id = ...]` comments (a newdoc marks the
+// first sentence of a document, as UD writes it). Multiword-token lines (`3-4`) and empty
 // nodes (`5.1`) are checked for shape and skipped: only integer IDs are words,
 // and HEAD refers to them. Every sentence returned is a valid tree. IDs and
 // HEADs are integers in canonical form: `01`, `-0`, `1.0` and ranges that
@@ -45,6 +46,8 @@ struct ConlluWord {
 struct ConlluSentence {
   std::string sent_id;  // from "# sent_id = ..." (empty if absent)
   std::string text;     // from "# text = ..." (empty if absent)
+  bool new_document = false;  // "# newdoc" or "# newdoc id = ...": the first sentence of a document
+  std::string document_id;    // that comment's id (empty if absent, or no newdoc comment)
   std::size_t line = 0;   // 1-based line number of the sentence's first line
   std::size_t index = 0;  // 0-based position among the sentences its reader returned
   std::vector<ConlluWord> words;  // integer-ID lines only, in ID order
@@ -248,6 +251,8 @@ class ConlluReader {
     for (;;) {
       cur_.sent_id.clear();
       cur_.text.clear();
+      cur_.new_document = false;
+      cur_.document_id.clear();
       cur_.words.clear();
       word_lines_.clear();
       bool in_block = false;
@@ -320,6 +325,12 @@ class ConlluReader {
       cur_.sent_id.assign(value);
     else if (detail::comment_value(body, "text", value))
       cur_.text.assign(value);
+    else if (detail::comment_value(body, "newdoc id", value)) {
+      cur_.new_document = true;
+      cur_.document_id.assign(value);
+    } else if (detail::trim_spaces(body) == "newdoc") {
+      cur_.new_document = true;
+    }
   }
 
   // Parses one non-comment line of the current block; false (error set) if

@@ -23,6 +23,7 @@
 #include "../util/random.hpp"
 #include "encoder_layer.hpp"
 #include "layer_norm.hpp"
+#include "sequence_buckets.hpp"
 
 namespace synattn {
 namespace nn {
@@ -117,6 +118,12 @@ class Encoder {
   // `stream` (null: eval) is the encoder's; layer l uses stream->derive(l).
   const Matrix& forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                         const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
+    return forward(x, SequenceBuckets(lengths, buckets), c, stream);
+  }
+  // The same with the lengths and buckets of either form (packed documents
+  // too: nn/sequence_buckets.hpp).
+  const Matrix& forward(const Eigen::Ref<const Matrix>& x, const SequenceBuckets& sequences, Cache& c,
+                        const RandomStream* stream) const {
     const std::size_t L = layers_.size();
     c.stamp.clear();
     c.layers.resize(L);
@@ -125,7 +132,7 @@ class Encoder {
       const RandomStream ls = stream ? stream->derive(l) : RandomStream();
       const Eigen::Ref<const Matrix> in = l == 0 ? x : Eigen::Ref<const Matrix>(c.outputs[l - 1]);
       c.outputs[l].resize(x.rows(), x.cols());
-      layers_[l].forward(in, lengths, buckets, c.layers[l], c.outputs[l], stream ? &ls : nullptr);
+      layers_[l].forward(in, sequences, c.layers[l], c.outputs[l], stream ? &ls : nullptr);
     }
     if (!norm_.empty()) {
       c.outputs[L].resize(x.rows(), x.cols());

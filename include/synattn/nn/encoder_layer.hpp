@@ -28,6 +28,7 @@
 #include "common.hpp"
 #include "feed_forward.hpp"
 #include "layer_norm.hpp"
+#include "sequence_buckets.hpp"
 
 namespace synattn {
 namespace nn {
@@ -94,6 +95,13 @@ class EncoderLayer {
   void forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
                const Eigen::Ref<const BucketBlock>& buckets, Cache& c, Eigen::Ref<Matrix> y,
                const RandomStream* stream) const {
+    forward(x, SequenceBuckets(lengths, buckets), c, y, stream);
+  }
+  // The same with the lengths and buckets of either form (packed documents
+  // too: nn/sequence_buckets.hpp).
+  void forward(const Eigen::Ref<const Matrix>& x, const SequenceBuckets& sequences, Cache& c, Eigen::Ref<Matrix> y,
+               const RandomStream* stream) const {
+    const std::vector<int>& lengths = sequences.lengths();
     const Index tokens = x.rows(), d = d_model();
     if (x.cols() != d || y.rows() != tokens || y.cols() != d)
       throw Error("EncoderLayer::forward: x is " + shape_text(x.rows(), x.cols()) +
@@ -111,14 +119,14 @@ class EncoderLayer {
     if (options_.pre_norm) {
       c.attn_in.resize(tokens, d);
       norm1_.forward(x, c.norm1, c.attn_in);                          // u = LN1(x)
-      attend(c.attn_in, lengths, buckets, c, stream);                 // a = Drop(Attn(u))
+      attend(c.attn_in, sequences, c, stream);                        // a = Drop(Attn(u))
       c.attn_out += x;                                                // h = x + a (kept in attn_out)
       norm2_.forward(c.attn_out, c.norm2, c.ffn_in);                  // v = LN2(h)
       ffn_.forward(c.ffn_in, c.rows_per_sequence, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
       drop(c, kSiteFeedForwardOutput, options_.ffn_output_dropout, c.ffn_out);
       y = c.attn_out + c.ffn_out;                                     // y = h + Drop(FFN(v))
     } else {
-      attend(x, lengths, buckets, c, stream);                         // a = Drop(Attn(x))
+      attend(x, sequences, c, stream);                                // a = Drop(Attn(x))
       c.attn_out += x;                                                // x + a
       norm1_.forward(c.attn_out, c.norm1, c.ffn_in);                  // h = LN1(x + a)
       ffn_.forward(c.ffn_in, c.rows_per_sequence, c.ffn, c.ffn_out, stream ? &ffn_hidden : nullptr);
@@ -210,14 +218,14 @@ class EncoderLayer {
   }
 
   // cache.attn_out = Drop(Attn(in)).
-  void attend(const Eigen::Ref<const Matrix>& in, const std::vector<int>& lengths,
-              const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
+  void attend(const Eigen::Ref<const Matrix>& in, const SequenceBuckets& sequences, Cache& c,
+              const RandomStream* stream) const {
     // Training mode hands the attention layer its own stream, which drops
     // probabilities when options().attention.dropout > 0 (and is ignored
     // otherwise); eval mode never drops.
     std::optional<RandomStream> own;
     if (stream) own = stream->derive(kSiteAttentionProbabilities);
-    attention_.forward({in, lengths, buckets}, c.attention, c.attn_out, own ? &*own : nullptr);
+    sequences.attend(attention_, in, c.attention, c.attn_out, own ? &*own : nullptr);
     drop(c, kSiteAttentionOutput, options_.attention_output_dropout, c.attn_out);
   }
 

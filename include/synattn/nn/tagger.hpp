@@ -21,6 +21,12 @@
 // with tree fusion (bias.fusion.views = V > 1) it stacks V such blocks,
 // (V * batch * n, n), as data/token_batch.hpp makes them.
 //
+// Packed documents (bias/packed_buckets.hpp, data/packed_batch.hpp) take the
+// place of lengths and buckets in forward, loss_and_backward and predict:
+// each sequence is several sentences, and attention sees only each
+// sentence's window. Every layer must then have the syntax bias, and one
+// tree view.
+//
 // Training step:
 //   model.zero_grad();
 //   RandomStream drop = RandomStream(seed).derive(step);
@@ -62,6 +68,7 @@
 #include "embedding.hpp"
 #include "encoder.hpp"
 #include "parameter_binding.hpp"
+#include "sequence_buckets.hpp"
 #include "token_classifier.hpp"
 
 namespace synattn {
@@ -159,6 +166,9 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
   // Logits (batch * n, classes), held in the cache. `dropout` null: eval mode.
   const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
                         const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const;
+  // Packed documents: tokens (batch * n), batch = packed.sequences().
+  const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& c,
+                        const RandomStream* dropout) const;
 
   // Cross-entropy of the cached logits; keeps dL/dlogits for backward().
   // normaliser <= 0: the batch's own counted tokens.
@@ -173,10 +183,14 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
   LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
                                const Eigen::Ref<const BucketBlock>& buckets, const Eigen::Ref<const IdVector>& labels,
                                Cache& c, const RandomStream* dropout, double normaliser = 0);
+  LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed,
+                               const Eigen::Ref<const IdVector>& labels, Cache& c, const RandomStream* dropout,
+                               double normaliser = 0);
 
   // Eval-mode argmax class per token (-1 on padding).
   IdVector predict(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
                    const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const;
+  IdVector predict(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& workspace) const;
 
   // ---- Parameters: one flat buffer ----
   // The rest of the parameter API (parameters(), parameter(name), ...) is
@@ -235,6 +249,11 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
 
   double embedding_dropout() const { return TaggerOptions::site(s_.options.embedding_dropout, s_.options.dropout); }
 
+  // Both forms of forward(), after their own checks of the buckets.
+  const Matrix& forward_checked(const char* fn, const Eigen::Ref<const IdVector>& tokens,
+                                const SequenceBuckets& sequences, Index n, Cache& c,
+                                const RandomStream* dropout) const;
+
   // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
   // names compared, a handful of times per backward: negligible).
   Index stage_offset(const std::string& prefix) const;
@@ -269,6 +288,29 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
                 (views > 1 ? " (views * batch * n, n) for " + std::to_string(views) + " tree views"
                            : std::string(" (batch * n, n)")) +
                 " since some layers have the syntax bias");
+  return forward_checked(fn, tokens, SequenceBuckets(lengths, buckets), n, c, dropout);
+}
+
+template <class Scalar>
+const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
+    const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& c,
+    const RandomStream* dropout) const {
+  const char* fn = "SyntaxTransformerTagger::forward";
+  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
+  require_model(fn);
+  const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), packed.lengths());
+  for (int l = 0; l < s_.encoder.num_layers(); ++l)
+    if (!s_.encoder.is_biased(l))
+      throw Error(std::string(fn) + ": layer " + std::to_string(l) +
+                  " has no syntax bias; packed documents need every layer biased (their windows are buckets)");
+  return forward_checked(fn, tokens, SequenceBuckets(packed), n, c, dropout);
+}
+
+template <class Scalar>
+const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward_checked(
+    const char* fn, const Eigen::Ref<const IdVector>& tokens, const SequenceBuckets& sequences, Index n, Cache& c,
+    const RandomStream* dropout) const {
+  const std::vector<int>& lengths = sequences.lengths();
   // One pass over the flat buffer (the attention layers check only their
   // own): a NaN weight anywhere is named here, before it reaches a loss.
   const bool check_finite = s_.options.attention.check_finite;
@@ -284,7 +326,7 @@ const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<
   c.rows_per_sequence = std::max<Index>(1, n);
   if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
   const RandomStream enc = c.stream.derive(kEncoderStream);
-  const Matrix& h = s_.encoder.forward(c.embedded, lengths, buckets, c.encoder, dropout ? &enc : nullptr);
+  const Matrix& h = s_.encoder.forward(c.embedded, sequences, c.encoder, dropout ? &enc : nullptr);
   c.logits.resize(tokens.size(), s_.options.num_classes);
   s_.classifier.forward(h, c.logits);
   if (check_finite) check_finite_logits<Scalar>(fn, c.logits, n);
@@ -334,6 +376,24 @@ LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<c
   const LossResult r = loss(c, labels, normaliser);
   backward(c);
   return r;
+}
+
+template <class Scalar>
+LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<const IdVector>& tokens,
+                                                              const PackedBuckets& packed,
+                                                              const Eigen::Ref<const IdVector>& labels, Cache& c,
+                                                              const RandomStream* dropout, double normaliser) {
+  forward(tokens, packed, c, dropout);
+  const LossResult r = loss(c, labels, normaliser);
+  backward(c);
+  return r;
+}
+
+template <class Scalar>
+IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVector>& tokens,
+                                                  const PackedBuckets& packed, Cache& workspace) const {
+  forward(tokens, packed, workspace, nullptr);
+  return argmax_predictions<Scalar>(workspace.logits, packed.lengths());
 }
 
 template <class Scalar>
