@@ -76,6 +76,7 @@
 #include <synattn/kernels/product.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/util/parallel.hpp>
+#include <synattn/util/resident_memory.hpp>
 
 #include "bench_corpus.hpp"
 #include "busy_core.hpp"
@@ -729,27 +730,10 @@ const Document& document(int n, int window) {
   return d;
 }
 
-// The process's peak resident memory since the last reset_resident_peak()
-// (Linux: VmHWM; getrusage's ru_maxrss cannot be reset, and the corpus's
-// reading peaks higher than a small layer). 0 where /proc has no VmHWM.
-double resident_peak_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
-  return 0;
-}
-void reset_resident_peak() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";  // resets VmHWM to the current resident size
-}
-
-double resident_now_mb() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
+// Resident memory in MB (util/resident_memory.hpp: Linux's VmHWM, reset
+// between phases; the corpus's reading peaks higher than a small layer).
+double resident_peak_mb() { return synattn::resident_peak_bytes() / (1024.0 * 1024.0); }
+double resident_now_mb() { return synattn::resident_bytes() / (1024.0 * 1024.0); }
 
 // The four projections, forward and backward, alone: qkv = x [Wq; Wk; Wv]^T,
 // out = ctx Wo^T; dctx = dout Wo, dWo += dout^T ctx, dWqkv += dqkv^T x,
@@ -791,7 +775,7 @@ synattn::AttentionOptions document_options() { return layer_options(Shape{1, 0, 
 void BM_PackedDocument(benchmark::State& state, int n, int window) {
   const Document& d = document(n, window);
   use_threads(1);
-  reset_resident_peak();
+  synattn::reset_resident_peak();
   const double inputs_mb = resident_now_mb();
   const synattn::SyntaxBiasedAttention<Scalar> layer(document_options());
   synattn::AttentionCache<Scalar> cache;
@@ -840,7 +824,7 @@ void BM_DenseDocument(benchmark::State& state, int n, synattn::AttentionPath pat
   use_threads(1);
   const Buckets buckets = d.packed.dense(n);
   const std::vector<int> lengths = d.packed.lengths();
-  reset_resident_peak();
+  synattn::reset_resident_peak();
   const double inputs_mb = resident_now_mb();
   synattn::AttentionOptions o = document_options();
   o.path = path;

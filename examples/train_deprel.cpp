@@ -25,6 +25,8 @@
 //   mpirun -np 2 train_deprel --threads 1 ...   (data-parallel, built with MPI)
 //   train_deprel --train-trees predicted-train.conllu --dev-trees predicted-dev.conllu ...
 //   train_deprel --tree-noise 0.1 ...            (trees a parser drew, or corrupted: trees.hpp)
+//   train_deprel --pack-documents --sentence-window 1 --variants shared --train-size 2000
+//                                                (whole documents, each chunk one packed sequence)
 //
 // Under mpirun every rank reads the same files and builds the same model;
 // rank 0's parameters are broadcast and the ranks' fingerprints (run, data
@@ -38,6 +40,8 @@
 // with P ranks agree with one process in distribution, not in bits.
 #include <synattn/build_info.hpp>
 #include <synattn/data/batching.hpp>
+#include <synattn/data/documents.hpp>
+#include <synattn/data/packed_batch.hpp>
 #include <synattn/data/tagging_corpus.hpp>
 #include <synattn/data/token_batch.hpp>
 #include <synattn/data/vocabulary.hpp>
@@ -47,6 +51,7 @@
 #include <synattn/train/parameter_groups.hpp>
 #include <synattn/train/schedules.hpp>
 #include <synattn/util/memory.hpp>
+#include <synattn/util/resident_memory.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -116,6 +121,55 @@ synattn::nn::TaggerOptions model_options(const train_deprel::Variant& v, int voc
   o.bias.scale_learnable = true;
   o.bias.fusion.views = v.fusion ? views : 1;  // a table per view, one weight vector per layer
   return o;
+}
+
+// The longest packed sequence: a document longer than this is cut into
+// chunks of whole sentences (data/documents.hpp).
+constexpr int kMaxChunkTokens = 4096;
+// Packed chunks evaluated together (padded to the longest of them).
+constexpr std::size_t kEvalChunks = 8;
+
+// --pack-documents: how a run packs, and its chunks (corpus sentence
+// indices, one packed sequence each) with their words.
+struct Packing {
+  synattn::PackingOptions options;
+  std::vector<std::vector<std::size_t>> train_chunks, dev_chunks;
+  std::vector<int> train_chunk_words, dev_chunk_words;
+};
+
+std::vector<int> chunk_words(const std::vector<std::vector<std::size_t>>& chunks, const std::vector<int>& lengths) {
+  std::vector<int> out;
+  for (const auto& c : chunks) {
+    int words = 0;
+    for (std::size_t i : c) words += lengths[i];
+    out.push_back(words);
+  }
+  return out;
+}
+
+// The chunks of batch `indices` (into `chunks`).
+std::vector<std::vector<std::size_t>> select_chunks(const std::vector<std::vector<std::size_t>>& chunks,
+                                                    const std::vector<std::size_t>& indices) {
+  std::vector<std::vector<std::size_t>> out;
+  out.reserve(indices.size());
+  for (std::size_t k : indices) out.push_back(chunks[k]);
+  return out;
+}
+
+// Accuracy (percent) of the model on every dev chunk, packed, dropout off.
+double evaluate_packed(const Model& model, const synattn::EncodedCorpus& corpus, const Packing& packing,
+                       synattn::PackedTokenBatch& batch, Model::Cache& cache) {
+  long long correct = 0, counted = 0;
+  for (const auto& indices : synattn::eval_batches(packing.dev_chunk_words, kEvalChunks)) {
+    synattn::make_packed_token_batch(corpus, select_chunks(packing.dev_chunks, indices), packing.options,
+                                     synattn::WordDropout::none(), batch);
+    const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
+    const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
+    const IdVector predicted = model.predict(ids, batch.buckets, cache);
+    correct += synattn::nn::count_correct(predicted, labels, batch.lengths());
+    counted += static_cast<long long>(batch.tokens);
+  }
+  return counted > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
 }
 
 // Accuracy (percent) of the model on every sentence of `corpus`, dropout off.
@@ -217,12 +271,42 @@ struct RunData {
   synattn::Vocabulary vocab;
   synattn::EncodedCorpus train, dev;
   std::vector<int> train_lengths, dev_lengths;
+  std::optional<Packing> packing;  // --pack-documents
 };
+
+// The training subset's corpus indices: whole documents (--pack-documents,
+// --document-subset), or the recipe's random sentences of at most kMaxWords.
+std::vector<std::size_t> training_subset(const train_deprel::RunSpec& run, const Corpora& data,
+                                         const train_deprel::Config& config) {
+  const auto n = static_cast<std::size_t>(run.train_size);
+  if (!config.whole_documents()) return synattn::select_training_subset(data.train, n, kMaxWords, config.data_seed);
+  return synattn::document_sentences(
+      synattn::select_document_subset(synattn::corpus_documents(data.train), n, config.data_seed));
+}
+
+// Packing's chunks: the subset's documents (consecutive in its order, so its
+// positions are the training corpus's indices) and the dev file's.
+Packing make_packing(const std::vector<std::size_t>& subset_index, const Corpora& data, const RunData& d,
+                     const train_deprel::Config& config) {
+  Packing p;
+  p.options.window = config.sentence_window;
+  p.options.root_links = config.root_links ? synattn::RootLinks::all_roots : synattn::RootLinks::none;
+  std::vector<synattn::Document> train_docs;
+  for (std::size_t k = 0; k < subset_index.size(); ++k) {
+    if (k == 0 || data.train[subset_index[k]].new_document || subset_index[k] != subset_index[k - 1] + 1)
+      train_docs.push_back(synattn::Document{data.train[subset_index[k]].document_id, {}});
+    train_docs.back().sentences.push_back(k);
+  }
+  p.train_chunks = synattn::document_chunks(train_docs, d.train_lengths, kMaxChunkTokens);
+  p.dev_chunks = synattn::document_chunks(synattn::corpus_documents(data.dev), d.dev_lengths, kMaxChunkTokens);
+  p.train_chunk_words = chunk_words(p.train_chunks, d.train_lengths);
+  p.dev_chunk_words = chunk_words(p.dev_chunks, d.dev_lengths);
+  return p;
+}
 
 RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, const train_deprel::Config& config) {
   RunData d;
-  d.subset_index = synattn::select_training_subset(data.train, static_cast<std::size_t>(run.train_size), kMaxWords,
-                                                   config.data_seed);
+  d.subset_index = training_subset(run, data, config);
   // The fusion variant reads every tree view; the others the first alone.
   const bool views = run.variant.fusion;
   const std::vector<synattn::TaggedSentence>& train = views ? data.trees.train_views : data.train;
@@ -240,6 +324,7 @@ RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, 
   d.dev = synattn::EncodedCorpus(dev, d.vocab, data.labels, bucketing);
   d.train_lengths = synattn::sentence_lengths(subset);
   d.dev_lengths = synattn::sentence_lengths(dev);
+  if (config.pack_documents) d.packing = make_packing(d.subset_index, data, d, config);
   if (config.train_tree_noise > 0) d.subset = std::move(subset);
   return d;
 }
@@ -370,6 +455,7 @@ struct Trainer {
   synattn::RandomStream dropout_root;
   StepGradients gradients;
   synattn::TokenBatch batch;
+  synattn::PackedTokenBatch packed;  // --pack-documents
   Model::Cache cache;
   long step = 0;
   double step_seconds = 0;  // in training steps only (not batching, not evaluation)
@@ -395,19 +481,42 @@ double train_step(Trainer& t, const std::vector<std::size_t>& global, const RunD
   return loss;
 }
 
+// One optimiser step on one packed chunk (--pack-documents; one process);
+// returns its loss.
+double train_packed_step(Trainer& t, std::size_t chunk, const RunData& d, const synattn::WordDropout& word_dropout) {
+  const Packing& p = *d.packing;
+  synattn::make_packed_token_batch(d.train, {p.train_chunks[chunk]}, p.options, word_dropout, t.packed);
+  const auto s0 = Clock::now();
+  const synattn::RandomStream dropout = t.dropout_root.derive(static_cast<std::uint64_t>(t.step));
+  const Eigen::Map<const IdVector> ids(t.packed.ids.data(), t.packed.ids.size());
+  const Eigen::Map<const IdVector> labels(t.packed.labels.data(), t.packed.labels.size());
+  t.model.zero_grad();
+  const double loss = t.model.loss_and_backward(ids, t.packed.buckets, labels, t.cache, &dropout).loss;
+  t.adam.set_lr(kLearningRate * synattn::warmup_constant(t.step + 1, kWarmupSteps));
+  t.adam.step(t.model.parameter_store());
+  t.step_seconds += seconds_since(s0);
+  ++t.step;
+  t.trained_tokens += static_cast<long long>(t.packed.tokens);
+  return loss;
+}
+
 // One pass over the training subset in this epoch's batch order, the
 // progress line updated after every step.
 void train_epoch(Trainer& t, int epoch, const train_deprel::RunSpec& run, const RunData& d,
                  const train_deprel::Team& team, Clock::time_point t0, train_deprel::ProgressState& state,
                  train_deprel::Progress& progress) {
   const auto seed = static_cast<std::uint64_t>(run.seed);
-  const auto batches = synattn::length_batches(d.train_lengths, seed, static_cast<std::uint64_t>(epoch));
+  // Packed: one chunk per step, in an order shuffled per epoch (batches of one).
+  const auto batches =
+      d.packing ? synattn::length_batches(d.packing->train_chunk_words, seed, static_cast<std::uint64_t>(epoch), 1)
+                : synattn::length_batches(d.train_lengths, seed, static_cast<std::uint64_t>(epoch));
   const synattn::WordDropout word_dropout = synattn::WordDropout::for_epoch(seed, static_cast<std::uint64_t>(epoch));
   double loss_sum = 0;
   state.epoch = epoch + 1;
   state.steps = static_cast<long>(batches.size());
   for (std::size_t k = 0; k < batches.size(); ++k) {
-    loss_sum += train_step(t, batches[k], d, word_dropout, team);
+    loss_sum += d.packing ? train_packed_step(t, batches[k].front(), d, word_dropout)
+                          : train_step(t, batches[k], d, word_dropout, team);
     state.step = static_cast<long>(k + 1);
     state.loss = loss_sum / static_cast<double>(k + 1);
     state.tokens_per_second = static_cast<double>(t.trained_tokens) / t.step_seconds;
@@ -476,12 +585,15 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   const train_deprel::Team& team = *ctx.team;
   const auto t0 = Clock::now();
   const train_deprel::Config& config = *ctx.config;
+  synattn::reset_resident_peak();  // this run's peak (the corpora are resident already)
   RunData d = prepare_run_data(run, data, config);
   Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed, d.train.views()), run.bias_lr_mult,
             run.seed);
   join_team(run, data, d, t.model, *ctx.config, team, t.gradients);
   train_deprel::RunResult result = describe_run(run, d, t.model, team);
   describe_trees(result, config, data, d);
+  result.packing = config.packing_label();
+  result.subset = config.whole_documents() ? "documents" : "sentences";
 
   char name[96];
   std::snprintf(name, sizeof name, "%s x%g N=%d seed %d", run.variant.name.c_str(), run.bias_lr_mult, run.train_size,
@@ -498,7 +610,8 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
       d.train = synattn::EncodedCorpus(trees, d.vocab, data.labels, &*run.variant.bucketing);
     }
     train_epoch(t, epoch, run, d, team, t0, state, progress);
-    const double accuracy = evaluate(t.model, d.dev, d.dev_lengths, t.batch, t.cache, team);
+    const double accuracy = d.packing ? evaluate_packed(t.model, d.dev, *d.packing, t.packed, t.cache)
+                                      : evaluate(t.model, d.dev, d.dev_lengths, t.batch, t.cache, team);
     state.dev_accuracy = accuracy;
     progress.end_epoch(state);
     if (record_dev_accuracy(result, accuracy, epoch, run.schedule.patience, t.model, since_best)) break;
@@ -508,6 +621,7 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   result.train_seconds = seconds_since(t0);
   result.train_tokens_per_second = t.step_seconds > 0 ? static_cast<double>(t.trained_tokens) / t.step_seconds : 0.0;
   result.reduce_wait_seconds = t.gradients.reduce_wait_seconds();
+  result.peak_resident_mb = synattn::resident_peak_bytes() / (1024.0 * 1024.0);
   save_run_checkpoint(t, result, ctx);
   return result;
 }
@@ -525,6 +639,9 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   }
   log << synattn::build_info() << "\n";
   if (team.size() > 1) log << "data-parallel on " << team.size() << " processes (MPI)\n";
+  if (team.size() > 1 && config.pack_documents)
+    throw train_deprel::CliError("--pack-documents trains one document chunk per step, which is not split across " +
+                                 std::to_string(team.size()) + " processes; run it without mpirun");
   Corpora data;
   data.train = synattn::load_tagging_corpus(config.train_path, deprel_task());
   data.dev = synattn::load_tagging_corpus(config.dev_path, deprel_task());
@@ -555,9 +672,9 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
     const auto& r = results.back();
     char line[320];
     std::snprintf(line, sizeof line,
-                  "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s",
+                  "%-13s x%-3g N=%-5d seed %d: best dev %.2f%% at epoch %d of %d, %.1f s, %.0f tok/s, peak %.0f MB",
                   r.variant.c_str(), r.bias_lr_mult, r.train_size, r.seed, r.best_dev_accuracy, r.best_epoch,
-                  r.epochs_run, r.train_seconds, r.train_tokens_per_second);
+                  r.epochs_run, r.train_seconds, r.train_tokens_per_second, r.peak_resident_mb);
     std::string text = line;
     if (r.processes > 1) {
       std::snprintf(line, sizeof line, " on %d processes, %.2f s waiting for gradient reductions", r.processes,

@@ -6,7 +6,15 @@
 //                [--threads T] [--json FILE] [--out DIR] [--full]
 //                [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]
 //                [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]
-//                [--train-tree-noise Q] [--trees-name NAME] [--help]
+//                [--train-tree-noise Q] [--trees-name NAME]
+//                [--pack-documents [--sentence-window W] [--root-links]] [--document-subset] [--help]
+//
+// Packed documents (SPEC §6): --pack-documents trains and evaluates on whole
+// documents (the "# newdoc" groups of the CoNLL-U files, cut into chunks of
+// at most 4,096 words), each chunk one packed sequence whose sentences see
+// the sentences within --sentence-window of their own. The training subset
+// is then whole documents (--document-subset alone draws the same subset and
+// trains sentence by sentence: the control).
 //
 // Tree sources (SPEC §6): the bias reads gold trees unless --train-trees /
 // --dev-trees give CoNLL-U files whose HEAD columns replace them (matched by
@@ -181,6 +189,18 @@ struct Config {
   // Tree fusion: the trees of views 1.. (view 0: the trees above), one file
   // each for train and dev, read by the fusion variant only.
   std::vector<std::string> train_view_trees, dev_view_trees;
+  // Packed documents (see the top): one chunk of a document per step.
+  bool pack_documents = false;
+  int sentence_window = 1;       // --sentence-window: sentences apart that see each other
+  bool root_links = false;       // --root-links: every sentence's root also sees every other root
+  bool document_subset = false;  // --document-subset (implied by --pack-documents): whole documents
+
+  bool whole_documents() const { return pack_documents || document_subset; }
+  // What the tables call the batching: "sentences", or "documents w=1[, root links]".
+  std::string packing_label() const {
+    if (!pack_documents) return "sentences";
+    return "documents w=" + std::to_string(sentence_window) + (root_links ? ", root links" : "");
+  }
 
   int tree_views() const { return 1 + static_cast<int>(train_view_trees.size()); }
 
@@ -245,7 +265,8 @@ inline const char* usage() {
          "                    [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]\n"
          "                    [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]\n"
          "                    [--train-tree-noise Q] [--trees-name NAME]\n"
-         "                    [--train-view-trees LIST --dev-view-trees LIST] [--help]\n"
+         "                    [--train-view-trees LIST --dev-view-trees LIST]\n"
+         "                    [--pack-documents [--sentence-window W] [--root-links]] [--document-subset] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -288,6 +309,14 @@ inline const char* usage() {
          "                      training sentences (matched like --train-trees), read by the fusion\n"
          "                      variant: its bias fuses these trees with the first ones\n"
          "  --dev-view-trees LIST  the same for --dev, as many files, in the same order\n"
+         "  --pack-documents    train and evaluate on whole documents (# newdoc groups, chunks of at most\n"
+         "                      4096 words), each chunk one packed sequence; the training subset is\n"
+         "                      whole documents (needs a biased variant; not under mpirun)\n"
+         "  --sentence-window W with --pack-documents: sentences at most W apart see each other (default 1;\n"
+         "                      0 keeps attention within each sentence)\n"
+         "  --root-links        with --pack-documents: every sentence's root also sees every other root\n"
+         "  --document-subset   draw the training subset as whole documents, as --pack-documents does,\n"
+         "                      but train sentence by sentence (its control)\n"
          "  --help              this text\n"
          "\n"
          "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
@@ -368,13 +397,30 @@ inline void check_tree_views(const Config& c) {
     throw CliError("--tree-noise and --train-tree-noise corrupt one tree per sentence; the fusion variant reads " +
                    std::to_string(c.tree_views()) + " (run it without tree noise)");
 }
+
+// The packing flags go together: a window or root links without packing
+// would be read by nothing. A packing's windows are buckets, so every variant
+// needs the bias, and one tree view.
+inline void check_packing(const Config& c, bool have_window) {
+  if (!c.pack_documents && (have_window || c.root_links))
+    throw CliError(std::string(have_window ? "--sentence-window" : "--root-links") +
+                   " is read with --pack-documents only");
+  if (!c.pack_documents) return;
+  const std::vector<std::string> variants = c.full ? variant_names() : c.variants;
+  for (const std::string& name : variants)
+    if (name == "none" || name == "fusion")
+      throw CliError("--pack-documents: the " + name + " variant cannot be packed (" +
+                     (name == "none" ? std::string("a packing's sentence windows are buckets, and it has no bias")
+                                     : std::string("a packing holds one tree view")) +
+                     "); run it sentence by sentence, with --document-subset for the same sentences");
+}
 }  // namespace detail
 
 // Parses argv (argv[0] is the program). Throws CliError on a bad command
 // line; sets help and returns early on --help.
 inline Config parse_cli(int argc, const char* const* argv) {
   Config c;
-  bool have_sizes = false, have_variants = false, have_seeds = false, have_mult = false;
+  bool have_sizes = false, have_variants = false, have_seeds = false, have_mult = false, have_window = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -387,6 +433,12 @@ inline Config parse_cli(int argc, const char* const* argv) {
     }
     if (flag == "--no-overlap") {
       c.overlap = false;
+      continue;
+    }
+    if (flag == "--pack-documents" || flag == "--root-links" || flag == "--document-subset") {
+      (flag == "--pack-documents" ? c.pack_documents
+       : flag == "--root-links"   ? c.root_links
+                                  : c.document_subset) = true;
       continue;
     }
     static const char* const kValued[] = {"--train",
@@ -410,7 +462,8 @@ inline Config parse_cli(int argc, const char* const* argv) {
                                           "--train-tree-noise",
                                           "--trees-name",
                                           "--train-view-trees",
-                                          "--dev-view-trees"};
+                                          "--dev-view-trees",
+                                          "--sentence-window"};
     bool known = false;
     for (const char* k : kValued) known = known || flag == k;
     if (!known) throw CliError("unknown argument '" + flag + "'");
@@ -470,9 +523,13 @@ inline Config parse_cli(int argc, const char* const* argv) {
       c.train_view_trees = detail::split_list(flag, value);
     } else if (flag == "--dev-view-trees") {
       c.dev_view_trees = detail::split_list(flag, value);
+    } else if (flag == "--sentence-window") {
+      c.sentence_window = static_cast<int>(detail::parse_integer(flag, value, 0, 1000000));
+      have_window = true;
     }
   }
   detail::check_tree_views(c);
+  detail::check_packing(c, have_window);
   if (c.full) {
     if (have_sizes || have_variants || have_seeds || have_mult)
       throw CliError("--full sets --train-size, --variants, --seeds and --bias-lr-mult; do not give them too");

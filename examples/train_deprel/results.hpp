@@ -17,7 +17,10 @@
 // dev tree file's own base DEPREL on the task, percent; absent without one);
 // with tree fusion (the fusion variant) views, view_trees (the files of
 // views 1..), dev_view_uas (percent, view 0 first) and view_weights (per
-// layer, the learned softmax weights, (rows, views) row-major).
+// layer, the learned softmax weights, (rows, views) row-major); packing
+// ("sentences", or "documents w=W[, root links]": --pack-documents), subset
+// ("sentences", or "documents": whole documents) and peak_resident_mb (the
+// process's peak resident memory during the run).
 // Keys added later are optional when read, so older files still report.
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
@@ -71,34 +74,49 @@ struct RunResult {
   std::vector<std::string> view_trees;
   std::vector<double> dev_view_uas;
   std::vector<std::vector<double>> view_weights;
+  // Batching (--pack-documents, --document-subset) and memory.
+  std::string packing = "sentences";
+  std::string subset = "sentences";
+  double peak_resident_mb = 0.0;
 };
+
+// How a run's table row names its batching beyond the recipe's: "" for
+// random sentences batched sentence by sentence.
+inline std::string batching_suffix(const RunResult& r) {
+  if (r.packing != "sentences") return ", packed " + r.packing;
+  if (r.subset != "sentences") return ", " + r.subset + " subset";
+  return "";
+}
 
 inline nlohmann::json to_json(const RunResult& r) {
   nlohmann::json j{{"variant", r.variant},
-                        {"train_size", r.train_size},
-                        {"train_sentences", r.train_sentences},
-                        {"seed", r.seed},
-                        {"bias_lr_mult", r.bias_lr_mult},
-                        {"table_init", r.table_init},
-                        {"best_dev_accuracy", r.best_dev_accuracy},
-                        {"best_epoch", r.best_epoch},
-                        {"epochs_run", r.epochs_run},
-                        {"train_seconds", r.train_seconds},
-                        {"train_tokens_per_second", r.train_tokens_per_second},
-                        {"dev_history", r.dev_history},
-                        {"learned_bias", r.learned_bias},
-                        {"bias_rows", r.bias_rows},
-                        {"bucket_labels", r.bucket_labels},
-                        {"processes", r.processes},
-                        {"reduce_wait_seconds", r.reduce_wait_seconds},
-                        {"trees", r.trees},
-                        {"train_trees", r.train_trees},
-                        {"dev_trees", r.dev_trees},
-                        {"tree_noise", r.tree_noise},
-                        {"tree_noise_seed", r.tree_noise_seed},
-                        {"train_tree_noise", r.train_tree_noise},
-                        {"train_tree_uas", r.train_tree_uas},
-                        {"dev_tree_uas", r.dev_tree_uas}};
+                   {"train_size", r.train_size},
+                   {"train_sentences", r.train_sentences},
+                   {"seed", r.seed},
+                   {"bias_lr_mult", r.bias_lr_mult},
+                   {"table_init", r.table_init},
+                   {"best_dev_accuracy", r.best_dev_accuracy},
+                   {"best_epoch", r.best_epoch},
+                   {"epochs_run", r.epochs_run},
+                   {"train_seconds", r.train_seconds},
+                   {"train_tokens_per_second", r.train_tokens_per_second},
+                   {"dev_history", r.dev_history},
+                   {"learned_bias", r.learned_bias},
+                   {"bias_rows", r.bias_rows},
+                   {"bucket_labels", r.bucket_labels},
+                   {"processes", r.processes},
+                   {"reduce_wait_seconds", r.reduce_wait_seconds},
+                   {"trees", r.trees},
+                   {"train_trees", r.train_trees},
+                   {"dev_trees", r.dev_trees},
+                   {"tree_noise", r.tree_noise},
+                   {"tree_noise_seed", r.tree_noise_seed},
+                   {"train_tree_noise", r.train_tree_noise},
+                   {"train_tree_uas", r.train_tree_uas},
+                   {"dev_tree_uas", r.dev_tree_uas},
+                   {"packing", r.packing},
+                   {"subset", r.subset},
+                   {"peak_resident_mb", r.peak_resident_mb}};
   if (r.dev_trees_label_accuracy >= 0) j["dev_trees_label_accuracy"] = r.dev_trees_label_accuracy;
   if (r.views > 1) {
     j["views"] = r.views;
@@ -154,6 +172,9 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
   optional("view_trees", r.view_trees);
   optional("dev_view_uas", r.dev_view_uas);
   optional("view_weights", r.view_weights);
+  optional("packing", r.packing);
+  optional("subset", r.subset);
+  optional("peak_resident_mb", r.peak_resident_mb);
   return r;
 }
 
@@ -202,8 +223,8 @@ inline MeanStd mean_std(const std::vector<double>& v) {
   return m;
 }
 
-// Rows: variant (with " (bias lr x10)" when the multiplier is not 1), in
-// first-appearance order; columns: train size N ascending; cells: mean ±
+// Rows: variant (with " (bias lr x10)" when the multiplier is not 1, and its
+// batching_suffix), in first-appearance order; columns: train size N ascending; cells: mean ±
 // std of best dev accuracy over seeds (n = seeds); the last column: the
 // gain of the mean over `none` at each N ("+1.23 / -0.40 / ...", "—" where
 // `none` is missing).
@@ -213,10 +234,11 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
   std::set<int> sizes;
   std::map<std::tuple<std::string, double, int>, std::vector<double>> cells;
   for (const RunResult& r : runs) {
-    const Key k{r.variant, r.bias_lr_mult};
+    const std::string name = r.variant + batching_suffix(r);
+    const Key k{name, r.bias_lr_mult};
     if (std::find(rows.begin(), rows.end(), k) == rows.end()) rows.push_back(k);
     sizes.insert(r.train_size);
-    cells[{r.variant, r.bias_lr_mult, r.train_size}].push_back(r.best_dev_accuracy);
+    cells[{name, r.bias_lr_mult, r.train_size}].push_back(r.best_dev_accuracy);
   }
   const auto fmt = [](const char* f, double a, double b = 0.0, int c = 0) {
     char buf[64];
@@ -234,7 +256,9 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
   }
   out += " gain over none |\n" + rule + "---|\n";
   for (const Key& k : rows) {
-    out += "| " + k.first + mult_text(k.second) + " |";
+    const std::string::size_type cut = k.first.find(", ");  // the multiplier goes after the variant
+    out += "| " + k.first.substr(0, cut) + mult_text(k.second) + (cut == std::string::npos ? "" : k.first.substr(cut)) +
+           " |";
     std::string gain;
     for (int n : sizes) {
       const auto it = cells.find({k.first, k.second, n});

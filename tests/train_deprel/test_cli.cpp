@@ -280,3 +280,25 @@ TEST_CASE("tree views: the fusion variant and the view-tree flags", "[cli][trees
   for (const char* other : {"none", "fixed", "per-head", "directed", "shared-decay"})
     CHECK_FALSE(variant_by_name(other).fusion);
 }
+
+TEST_CASE("packed documents: the flags, their label and their refusals", "[cli][packed]") {
+  const Config plain = parse({});
+  CHECK_FALSE(plain.pack_documents);
+  CHECK_FALSE(plain.whole_documents());
+  CHECK(plain.packing_label() == "sentences");
+  const Config c = parse({"--variants", "shared", "--pack-documents", "--sentence-window", "0", "--root-links"});
+  CHECK(c.pack_documents);
+  CHECK(c.whole_documents());
+  CHECK(c.sentence_window == 0);
+  CHECK(c.packing_label() == "documents w=0, root links");
+  CHECK(parse({"--variants", "shared", "--pack-documents"}).packing_label() == "documents w=1");
+  const Config control = parse({"--document-subset"});
+  CHECK(control.whole_documents());
+  CHECK(control.packing_label() == "sentences");
+  CHECK_THROWS_WITH(parse({"--sentence-window", "1"}), "--sentence-window is read with --pack-documents only");
+  CHECK_THROWS_WITH(parse({"--root-links"}), "--root-links is read with --pack-documents only");
+  CHECK_THROWS_WITH(parse({"--pack-documents"}), Catch::Contains("the none variant cannot be packed"));
+  CHECK_THROWS_WITH(parse({"--pack-documents", "--full"}), Catch::Contains("the none variant cannot be packed"));
+  CHECK_THROWS_WITH(parse({"--variants", "shared", "--pack-documents", "--sentence-window", "-1"}),
+                    Catch::Contains("out of range"));
+}

@@ -32,13 +32,36 @@ RunResult run(const std::string& variant, int n, int seed, double acc, double mu
 TEST_CASE("a run result has exactly the contract's keys and round-trips through JSON lines", "[results]") {
   const RunResult r = run("shared", 500, 2, 70.5, 10);
   const nlohmann::json j = to_json(r);
-  for (const char* key : {"variant", "train_sentences", "seed", "bias_lr_mult", "table_init", "best_dev_accuracy",
-                          "best_epoch", "epochs_run", "train_seconds", "train_tokens_per_second", "dev_history",
-                          "learned_bias", "bucket_labels", "train_size", "bias_rows", "processes",
-                          "reduce_wait_seconds", "trees", "train_trees", "dev_trees", "tree_noise",
-                          "tree_noise_seed", "train_tree_noise", "train_tree_uas", "dev_tree_uas"})
+  for (const char* key : {"variant",
+                          "train_sentences",
+                          "seed",
+                          "bias_lr_mult",
+                          "table_init",
+                          "best_dev_accuracy",
+                          "best_epoch",
+                          "epochs_run",
+                          "train_seconds",
+                          "train_tokens_per_second",
+                          "dev_history",
+                          "learned_bias",
+                          "bucket_labels",
+                          "train_size",
+                          "bias_rows",
+                          "processes",
+                          "reduce_wait_seconds",
+                          "trees",
+                          "train_trees",
+                          "dev_trees",
+                          "tree_noise",
+                          "tree_noise_seed",
+                          "train_tree_noise",
+                          "train_tree_uas",
+                          "dev_tree_uas",
+                          "packing",
+                          "subset",
+                          "peak_resident_mb"})
     CHECK(j.contains(key));
-  CHECK(j.size() == 25);  // dev_trees_label_accuracy only with a dev tree file
+  CHECK(j.size() == 28);  // dev_trees_label_accuracy only with a dev tree file
   CHECK_FALSE(j.contains("dev_trees_label_accuracy"));
   CHECK(j["learned_bias"][0][1] == -0.25);
 
@@ -83,7 +106,25 @@ TEST_CASE("a run result has exactly the contract's keys and round-trips through 
     t.dev_tree_uas = 84.25;
     t.dev_trees_label_accuracy = 80.5;
     CHECK(to_json(run_result_from_json(to_json(t))) == to_json(t));
-    CHECK(to_json(t).size() == 26);
+    CHECK(to_json(t).size() == 29);
+    // ... and before packed documents: sentence batches, no memory recorded.
+    for (const char* key : {"packing", "subset", "peak_resident_mb"}) old.erase(key);
+    const RunResult s = run_result_from_json(old);
+    CHECK(s.packing == "sentences");
+    CHECK(s.subset == "sentences");
+    CHECK(s.peak_resident_mb == 0.0);
+    RunResult p = r;
+    p.packing = "documents w=1";
+    p.subset = "documents";
+    p.peak_resident_mb = 181.5;
+    CHECK(to_json(run_result_from_json(to_json(p))) == to_json(p));
+    // The table keeps the batchings apart, the multiplier after the variant.
+    RunResult control = r;
+    control.subset = "documents";
+    const std::string table = markdown_results_table({r, p, control});
+    CHECK_THAT(table, Catch::Contains("| shared (bias lr x10) | 70.50"));
+    CHECK_THAT(table, Catch::Contains("| shared (bias lr x10), packed documents w=1 | 70.50"));
+    CHECK_THAT(table, Catch::Contains("| shared (bias lr x10), documents subset | 70.50"));
   }
   {
     std::ofstream bad(path, std::ios::app);
@@ -100,7 +141,7 @@ TEST_CASE("tree fusion: views, view_trees, dev_view_uas and view_weights only wi
   REQUIRE(one.views == 1);
   const nlohmann::json j1 = to_json(one);
   for (const char* key : {"views", "view_trees", "dev_view_uas", "view_weights"}) CHECK_FALSE(j1.contains(key));
-  CHECK(j1.size() == 25);  // the single-view line is what it was before fusion
+  CHECK(j1.size() == 28);  // the single-view line is what it was before fusion
 
   RunResult f = run("fusion", 500, 1, 71.25, 10);
   f.bias_rows = 3;  // one table row per view
@@ -109,7 +150,7 @@ TEST_CASE("tree fusion: views, view_trees, dev_view_uas and view_weights only wi
   f.dev_view_uas = {84.25, 100.0, 91.5};
   f.view_weights = {{0.5, 0.25, 0.25}, {0.125, 0.375, 0.5}};  // exact in binary: compared with ==
   const nlohmann::json j = to_json(f);
-  CHECK(j.size() == 29);
+  CHECK(j.size() == 32);
   CHECK(j["views"] == 3);
   CHECK(j["view_trees"] == nlohmann::json::array({"gold-train.conllu", "other-train.conllu"}));
   CHECK(j["dev_view_uas"][2] == 91.5);
