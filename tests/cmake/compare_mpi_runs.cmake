@@ -4,6 +4,7 @@
 # rank count gives the same training every run, with the reduction
 # overlapped with the backward pass or not. ARGS is the rest of the command
 # line (a ;-list), OUT a scratch directory.
+include("${CMAKE_CURRENT_LIST_DIR}/strip_measured_keys.cmake")
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}")
 foreach(run a b c)
@@ -21,7 +22,7 @@ foreach(run a b c)
     message(FATAL_ERROR "run ${run} did not train on 2 processes:\n${err}")
   endif()
   file(READ "${OUT}/${run}.jsonl" json)
-  string(REGEX REPLACE "\"(train_seconds|train_tokens_per_second|reduce_wait_seconds)\":[^,}]*" "" json "${json}")
+  strip_measured_keys(json)
   set(result_${run} "${json}")
   file(SHA256 "${OUT}/${run}.safetensors" hash_${run})
 endforeach()

@@ -3,6 +3,7 @@
 # same seed -> bit-identical training at any thread count; the final
 # checkpoints (--save-checkpoint, one per run) must be identical too. ARGS is
 # the rest of the command line (a ;-list), OUT a scratch directory.
+include("${CMAKE_CURRENT_LIST_DIR}/strip_measured_keys.cmake")
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}")
 foreach(threads 1 2)
@@ -14,9 +15,7 @@ foreach(threads 1 2)
     message(FATAL_ERROR "train_deprel --threads ${threads} failed (${rc}):\n${out}\n${err}")
   endif()
   file(READ "${OUT}/t${threads}.jsonl" json)
-  # Timings differ by nature; everything else must not.
-  string(REGEX REPLACE "\"train_seconds\":[^,}]*" "" json "${json}")
-  string(REGEX REPLACE "\"train_tokens_per_second\":[^,}]*" "" json "${json}")
+  strip_measured_keys(json)
   set(result_${threads} "${json}")
   file(GLOB checkpoints RELATIVE "${OUT}/t${threads}" "${OUT}/t${threads}/final-*.safetensors")
   list(SORT checkpoints)
