@@ -44,15 +44,20 @@ enum class Path { eigen, gemm, product };
 // per-head products, then the layer's products at (16, 128, 512, 8) (dk = 64):
 // QKV projection rows block (256 rows x 1536 of 512), scores (128 x 128 of
 // 64), P V (128 x 64 of 128), dW (+)= dY^T X (1536 x 512 of 2048 tokens,
-// here one 256-row block of the output), dX = dY W (256 x 512 of 1536).
+// here one 256-row block of the output), dX = dY W (256 x 512 of 1536);
+// sentences' projections (16 and 64 x 768 of 256), and a long sequence's
+// score and dP row blocks (16, 64 and 128 rows x 1024 keys of 64: n = 1024,
+// dk = 64), where gemm_one_block_or_swapped's rule decides.
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {8, 8, 8, Transpose::none},        {16, 16, 16, Transpose::none},    {32, 32, 32, Transpose::none},
-      {64, 64, 64, Transpose::none},     {16, 64, 64, Transpose::rhs},     {64, 32, 64, Transpose::rhs},
-      {16, 512, 512, Transpose::rhs},    {64, 64, 32, Transpose::none},    {4, 512, 512, Transpose::rhs},
-      {128, 128, 128, Transpose::none},  {256, 256, 256, Transpose::none}, {512, 512, 512, Transpose::none},
-      {256, 1536, 512, Transpose::rhs},  {128, 128, 64, Transpose::rhs},   {128, 64, 128, Transpose::none},
-      {128, 64, 128, Transpose::lhs},    {256, 512, 2048, Transpose::lhs}, {256, 512, 1536, Transpose::none},
+      {8, 8, 8, Transpose::none},       {16, 16, 16, Transpose::none},    {32, 32, 32, Transpose::none},
+      {64, 64, 64, Transpose::none},    {16, 64, 64, Transpose::rhs},     {64, 32, 64, Transpose::rhs},
+      {16, 512, 512, Transpose::rhs},   {64, 64, 32, Transpose::none},    {4, 512, 512, Transpose::rhs},
+      {128, 128, 128, Transpose::none}, {256, 256, 256, Transpose::none}, {512, 512, 512, Transpose::none},
+      {256, 1536, 512, Transpose::rhs}, {128, 128, 64, Transpose::rhs},   {128, 64, 128, Transpose::none},
+      {128, 64, 128, Transpose::lhs},   {256, 512, 2048, Transpose::lhs}, {256, 512, 1536, Transpose::none},
+      {16, 768, 256, Transpose::rhs},   {64, 1024, 64, Transpose::rhs},   {128, 1024, 64, Transpose::rhs},
+      {16, 1024, 64, Transpose::rhs},   {64, 768, 256, Transpose::rhs},
   };
   return all;
 }
