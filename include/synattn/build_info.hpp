@@ -20,7 +20,7 @@ namespace synattn {
 
 // e.g. "synattn 0.1.0; Eigen 3.4.0 SIMD: AVX SSE, ...; compiled for: SSE4.1
 // SSE4.2 AVX AVX2 FMA; kernels: avx2 set (rows avx2, GEMM avx2, small linear
-// none), avx512 on request only; products: GEMM (avx2) from 16 x 16 x 16,
+// none); products: GEMM (avx2) from 16 x 16 x 16,
 // else Eigen; attention path: auto: fused above 16 MB of probabilities, ...;
 // OpenMP: on, 2 threads; BLAS: no".
 //
@@ -49,12 +49,9 @@ inline std::string build_info() {
     line += std::string(to_string(active)) + " set (rows " + to_string(set.rows) + ", GEMM " + to_string(set.gemm) +
             ", small linear " + (set.linear_small == KernelIsa::portable ? "none" : to_string(set.linear_small)) +
             ")";
-    // AVX-512 runs only when asked for (kernels/registry.hpp says why); say
-    // so wherever the build carries it.
-    if (active == KernelIsa::avx512)
-      line += ", requested (AVX-512 is never chosen by default)";
-    else if (kernels::detail::compiled(KernelIsa::avx512))
-      line += ", avx512 on request only";
+    // Whether the set is the default choice or an override (set_isa, SYNATTN_KERNEL_ISA).
+    if (active != kernels::detail::default_isa())
+      line += ", requested (default: " + std::string(to_string(kernels::detail::default_isa())) + ")";
     line += "; products: ";
     const kernels::GemmRule rule = kernels::gemm_rule(build_cpu_features());
     if (set.gemm == KernelIsa::portable)

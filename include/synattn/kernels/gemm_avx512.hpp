@@ -1,6 +1,7 @@
 // synattn — the blocked GEMM compiled for AVX-512F by a per-function target
 // attribute (see gemm_avx2.hpp); kernels/gemm.hpp runs it with the kernel
-// registry's avx512 set only, which is opt-in. x86-64 with GCC or Clang only.
+// registry's avx512 set (the default on a CPU that runs it). x86-64 with GCC
+// or Clang only.
 //
 // Register tile: 14 rows x 2 vectors (float 14 x 32, double 14 x 16) = 28
 // accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers. Only the

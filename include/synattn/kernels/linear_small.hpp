@@ -1,7 +1,7 @@
 // synattn — C = A B^T, the product of an nn.Linear layer (B is the (n, k)
 // weight), through kernels::product or, for a few rows of A when the kernel
-// registry's set has a few-rows kernel (kernels/registry.hpp: the avx512 set,
-// which is opt-in), through kernels/linear_small_avx512.hpp, which does not
+// registry's set has a few-rows kernel (kernels/registry.hpp: the avx512
+// set), through kernels/linear_small_avx512.hpp, which does not
 // pack B (see there why that matters at single-sentence sizes).
 //
 // kernels::product (the dispatched GEMM or Eigen's product, whichever

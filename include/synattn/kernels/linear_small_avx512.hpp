@@ -13,7 +13,8 @@
 //
 // Compiled for AVX-512F through a target pragma whatever the build's -march,
 // as the row kernels and the GEMM are, so the registry (kernels/registry.hpp)
-// decides when it runs: with the avx512 kernel set only, which is opt-in.
+// decides when it runs: with the avx512 kernel set, the default on a CPU
+// with AVX-512.
 // kernels/linear_small.hpp dispatches here; tests compare against Eigen's
 // product.
 #ifndef SYNATTN_KERNELS_LINEAR_SMALL_AVX512_HPP

@@ -16,10 +16,11 @@
 // environment variable SYNATTN_KERNEL_ISA=portable|avx2|avx512|neon, and
 // changed by set_isa() (an atomic: a kernel call that started finishes with
 // the set it read). By default the widest set the build carries and the CPU
-// runs, except AVX-512, which runs only when asked for
-// (SYNATTN_KERNEL_ISA=avx512 or set_isa): its tests pass on an AVX-512 CPU
-// (Zen 4), but there the set was measured faster on single sentences and
-// slower on long ones than avx2 (docs/benchmarks.md, "On AVX-512").
+// runs. AVX-512 joined the default once its tests had passed on an AVX-512
+// CPU (AMD Zen 4) and the set measured faster than avx2 on every attention
+// shape there, 1.5-2.0x (docs/benchmarks.md, "On AVX-512"); no Intel
+// AVX-512 CPU has measured it, and SYNATTN_KERNEL_ISA=avx2 keeps the
+// narrower set.
 //
 // Results: for a given ISA, bit-identical for every thread count; between
 // ISAs they differ by rounding, within the documented tolerance (docs/math.md
@@ -151,16 +152,12 @@ inline std::string supported_list() {
   return out;
 }
 
-// Whether the default choice may take `isa`: everything but AVX-512 (see the
-// top of this file).
-constexpr bool chosen_by_default(KernelIsa isa) noexcept { return isa != KernelIsa::avx512; }
-
 // The ISA without an override: the widest this build carries and this CPU
-// runs, AVX-512 excepted.
+// runs.
 inline KernelIsa default_isa() noexcept {
   KernelIsa best = KernelIsa::portable;
   for (KernelIsa isa : kAllIsas)
-    if (chosen_by_default(isa) && compiled(isa) && cpu_runs(isa)) best = isa;
+    if (compiled(isa) && cpu_runs(isa)) best = isa;
   return best;
 }
 
