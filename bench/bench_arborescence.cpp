@@ -18,6 +18,8 @@
 
 #include <synattn/parse/arborescence.hpp>
 
+#include "machine.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -90,4 +92,4 @@ BENCHMARK(BM_MaxSpanningTree_MultiRoot)->Arg(10)->Arg(50)->Arg(200)->Unit(benchm
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return synattn_bench::run_benchmarks(argc, argv); }

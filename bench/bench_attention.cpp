@@ -80,6 +80,7 @@
 
 #include "bench_corpus.hpp"
 #include "busy_core.hpp"
+#include "machine.hpp"
 #if defined(SYNATTN_WITH_LIBTORCH)
 #include "libtorch_peer.hpp"
 #endif
@@ -1079,6 +1080,7 @@ int main(int argc, char** argv) {
 #else
   const std::string gemm = "Eigen";
 #endif
+  synattn_bench::add_machine_context();
   benchmark::AddCustomContext("gemm", gemm);
   benchmark::AddCustomContext("eigen_simd", Eigen::SimdInstructionSetsInUse());
   benchmark::AddCustomContext("fma_kernel", fma_kernels().front().isa);

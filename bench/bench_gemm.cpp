@@ -18,6 +18,8 @@
 
 #include <synattn/kernels/product.hpp>
 
+#include "machine.hpp"
+
 #include <string>
 #include <tuple>
 #include <vector>
@@ -125,9 +127,5 @@ int main(int argc, char** argv) {
 #endif
   Eigen::setNbThreads(1);
   register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return synattn_bench::run_benchmarks(argc, argv);
 }

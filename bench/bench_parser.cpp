@@ -14,6 +14,8 @@
 #include <synattn/io/conllu.hpp>
 #include <synattn/parse/parser_model.hpp>
 
+#include "machine.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
           ->UseRealTime();
   }
   int count = static_cast<int>(args.size());
+  synattn_bench::add_machine_context();
   benchmark::Initialize(&count, args.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -23,6 +23,8 @@
 
 #include <synattn/io/safetensors.hpp>
 
+#include "machine.hpp"
+
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
                 usage.ru_maxrss * 1024.0 / 1e6, usage.ru_maxrss * 1024.0 / static_cast<double>(size));
     return 0;
   }
+  synattn_bench::add_machine_context();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -10,6 +10,8 @@
 
 #include <synattn/data/token_batch.hpp>
 
+#include "machine.hpp"
+
 namespace {
 
 struct Data {
@@ -74,4 +76,4 @@ BENCHMARK(BM_make_token_batch_encoded)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return synattn_bench::run_benchmarks(argc, argv); }

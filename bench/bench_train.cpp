@@ -25,6 +25,8 @@
 #include <synattn/tree/batch.hpp>
 #include <synattn/tree/dependency_tree.hpp>
 
+#include "machine.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -149,4 +151,4 @@ BENCHMARK(BM_TrainStep)
     ->UseRealTime()
     ->MinTime(2.0);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return synattn_bench::run_benchmarks(argc, argv); }

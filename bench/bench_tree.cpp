@@ -18,6 +18,7 @@
 #include <synattn/tree/distance.hpp>
 
 #include "bench_corpus.hpp"
+#include "machine.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -226,4 +227,4 @@ BENCHMARK(BM_TreeBuild)->Apply(all_sizes)->ArgNames({"kind", "n"});
 BENCHMARK(BM_BfsEveryWord)->Apply(all_sizes)->ArgNames({"kind", "n"});
 BENCHMARK(BM_SeedParentWalk)->Apply(walk_sizes)->ArgNames({"kind", "n"});
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return synattn_bench::run_benchmarks(argc, argv); }

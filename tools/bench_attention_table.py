@@ -266,6 +266,7 @@ def main():
               "%.0f GFLOP/s at %d thread%s" % (v, t, "s" if t > 1 else "") for t, v in sorted(peaks.items())),
               ", ".join("%.0f at %d thread%s" % (median([e["fma_peak_GFLOPs"] for k, e in eigen.items() if k[2] == t]),
                                                  t, "s" if t > 1 else "") for t in sorted(peaks))))
+    print("CPU: %s" % ctx.get("cpu", "? (a bench_attention without machine.hpp)"))
     print("Eigen build: %s; BLAS build: %s" % (
         ctx.get("gemm", "?") + ", " + ctx.get("eigen_simd", "?"), blas_ctx.get("gemm", "—")))
     if torch_ctx:

@@ -30,9 +30,14 @@ fi
 /usr/bin/python3 - "$out" <<'PY'
 import json, pathlib, sys
 rows = []
+cpu = "?"
 for f in sorted(pathlib.Path(sys.argv[1]).glob("documents_*.json")):
-    for b in json.loads(f.read_text())["benchmarks"]:
+    doc = json.loads(f.read_text())
+    cpu = doc["context"].get("cpu", cpu)
+    for b in doc["benchmarks"]:
         rows.append(b)
+print(f"CPU: {cpu}")
+print()
 for f in sorted(pathlib.Path(sys.argv[1]).glob("pytorch_n*.json")):
     r = json.loads(f.read_text())
     r["name"] = f'pytorch {r["torch"]}/dense/n:{r["n"]}/w:{r["window"]}/omp:1'
