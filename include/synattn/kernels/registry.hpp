@@ -16,11 +16,14 @@
 // environment variable SYNATTN_KERNEL_ISA=portable|avx2|avx512|neon, and
 // changed by set_isa() (an atomic: a kernel call that started finishes with
 // the set it read). By default the widest set the build carries and the CPU
-// runs. AVX-512 joined the default once its tests had passed on an AVX-512
-// CPU (AMD Zen 4) and the set measured faster than avx2 on every attention
-// shape there, 1.5-2.0x (docs/benchmarks.md, "On AVX-512"); no Intel
-// AVX-512 CPU has measured it, and SYNATTN_KERNEL_ISA=avx2 keeps the
-// narrower set.
+// runs. AVX-512 joined the default once its tests had passed on AVX-512
+// CPUs (AMD Zen 4 and Zen 5) and the set measured faster than avx2 on every
+// attention shape on Zen 5 (docs/benchmarks.md, "On AVX-512"). On Zen 4,
+// which splits each 512-bit operation in two, it was measured only before
+// the GEMM's swap rule was fixed: faster on single sentences, even on
+// batches, slower on the one long sequence the swap slowed. No Intel
+// AVX-512 CPU has measured it; SYNATTN_KERNEL_ISA=avx2 keeps the narrower
+// set.
 //
 // Results: for a given ISA, bit-identical for every thread count; between
 // ISAs they differ by rounding, within the documented tolerance (docs/math.md
