@@ -7,8 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -299,6 +301,73 @@ TEMPLATE_TEST_CASE("gemm's one-block path, plain or swapped, gives the blocked p
       }
     }
   }
+}
+
+// The packs' vector copies (gemm_blocked.inc: copy_transposed, a register
+// transpose per ISA, and copy_rows, masked) against scalar loops, for a
+// panel's MR and NR and depths around the vector width, on a source whose
+// gaps hold NaN. Every destination element is written exactly once with
+// its source's bits, and nothing past the panel is touched.
+template <class S, int kCount, class Transposed, class Rows>
+void check_panel_copies(Transposed transposed, Rows rows, const char* isa) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const Index kc : {Index(1), Index(7), Index(8), Index(15), Index(16), Index(17), Index(33), Index(64)}) {
+    INFO(isa << " count " << kCount << " kc " << kc);
+    const Index ld = std::max<Index>(kc, kCount) + 3;
+    std::vector<S> src(static_cast<std::size_t>(std::max<Index>(kc, kCount) * ld), std::numeric_limits<S>::quiet_NaN());
+    for (Index i = 0; i < kCount; ++i)
+      for (Index p = 0; p < kc; ++p) src[i * ld + p] = S(u(rng));  // kCount rows of kc
+    for (Index p = 0; p < kc; ++p)
+      for (Index i = 0; i < kCount; ++i)
+        if (std::isnan(src[p * ld + i])) src[p * ld + i] = S(u(rng));  // and kc rows of kCount
+    const S sentinel = S(12345);
+    std::vector<S> got(static_cast<std::size_t>(kc * kCount + 16), sentinel), want = got;
+    transposed(src.data(), ld, kc, got.data());
+    for (Index p = 0; p < kc; ++p)
+      for (Index i = 0; i < kCount; ++i) want[p * kCount + i] = src[i * ld + p];
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(S)) == 0);
+    std::fill(got.begin(), got.end(), sentinel);
+    rows(src.data(), ld, kc, got.data());
+    for (Index p = 0; p < kc; ++p)
+      for (Index i = 0; i < kCount; ++i) want[p * kCount + i] = src[p * ld + i];
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(S)) == 0);
+  }
+}
+
+// One ISA's two copies for `count` rows, as the two callables check_panel_copies takes.
+#define SYNATTN_PANEL_COPIES(ns, S, count)                                    \
+  [](const S* src, Index ld, Index kc, S* dst) {                              \
+    synattn::kernels::ns::copy_transposed<S, count>(src, ld, kc, dst, count); \
+  },                                                                          \
+      [](const S* src, Index ld, Index kc, S* dst) { synattn::kernels::ns::copy_rows<S, count>(src, ld, kc, dst); }
+
+template <class S>
+void check_isa_panel_copies(KernelIsa isa) {
+  if (isa == KernelIsa::portable) {
+    using P = synattn::kernels::gemm_portable::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_portable, S, P::MR), "portable");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_portable, S, P::NR), "portable");
+  }
+#if defined(SYNATTN_HAVE_AVX2_GEMM)
+  if (isa == KernelIsa::avx2) {
+    using P = synattn::kernels::gemm_avx2::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_avx2, S, P::MR), "avx2");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_avx2, S, P::NR), "avx2");
+  }
+#endif
+#if defined(SYNATTN_HAVE_AVX512_GEMM)
+  if (isa == KernelIsa::avx512) {
+    using P = synattn::kernels::gemm_avx512::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_avx512, S, P::MR), "avx512");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_avx512, S, P::NR), "avx512");
+  }
+#endif
+}
+
+TEMPLATE_TEST_CASE("the packs' vector copies give a scalar copy's bits on every ISA this CPU runs", "[kernels][gemm]",
+                   float, double) {
+  for (KernelIsa isa : available_isas()) check_isa_panel_copies<TestType>(isa);
 }
 
 TEST_CASE("gemm rejects negative sizes and short leading dimensions, naming the argument", "[kernels][gemm]") {

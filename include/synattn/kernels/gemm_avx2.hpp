@@ -53,6 +53,39 @@ struct Packet<float> {
   static void store(float* p, V v) noexcept { _mm256_storeu_ps(p, v); }
   static V mul(V a, V b) noexcept { return _mm256_mul_ps(a, b); }
   static V fmadd(V a, V b, V c) noexcept { return _mm256_fmadd_ps(a, b, c); }
+  // The first `count` (1..8) lanes: the rest loaded as 0, or left alone.
+  static V load_first(const float* p, int count) noexcept {
+    return count == lanes ? load(p) : _mm256_maskload_ps(p, first_lanes(count));
+  }
+  static void store_first(float* p, V v, int count) noexcept {
+    if (count == lanes)
+      store(p, v);
+    else
+      _mm256_maskstore_ps(p, first_lanes(count), v);
+  }
+  // r[i] = row i of an 8 x 8 block; afterwards r[j] = its column j: pairs
+  // interleaved, quadruples shuffled (column 4l + c of rows 4q.. in 128-bit
+  // lane l of s[4q + c]), then the halves swapped into place.
+  static void transpose(V (&r)[8]) noexcept {
+    V t[8], s[8];
+    for (int k = 0; k < 4; ++k) {
+      t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int q = 0; q < 2; ++q) {
+      s[4 * q] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
+      s[4 * q + 1] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0xEE);
+      s[4 * q + 2] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
+      s[4 * q + 3] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      r[c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x20);
+      r[4 + c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x31);
+    }
+  }
+  static __m256i first_lanes(int count) noexcept {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
 };
 
 template <>
@@ -67,6 +100,27 @@ struct Packet<double> {
   static void store(double* p, V v) noexcept { _mm256_storeu_pd(p, v); }
   static V mul(V a, V b) noexcept { return _mm256_mul_pd(a, b); }
   static V fmadd(V a, V b, V c) noexcept { return _mm256_fmadd_pd(a, b, c); }
+  static V load_first(const double* p, int count) noexcept {
+    return count == lanes ? load(p) : _mm256_maskload_pd(p, first_lanes(count));
+  }
+  static void store_first(double* p, V v, int count) noexcept {
+    if (count == lanes)
+      store(p, v);
+    else
+      _mm256_maskstore_pd(p, first_lanes(count), v);
+  }
+  // 4 x 4: pairs interleaved, then the halves swapped into place.
+  static void transpose(V (&r)[4]) noexcept {
+    const V t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const V t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+  }
+  static __m256i first_lanes(int count) noexcept {
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3));
+  }
 };
 
 #define SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED

@@ -39,6 +39,10 @@ struct Packet {
 #else
   static V fmadd(V a, V b, V c) noexcept { return a * b + c; }
 #endif
+  // One lane: the packs' vector copies are scalar ones.
+  static V load_first(const Scalar* p, int) noexcept { return *p; }
+  static void store_first(Scalar* p, V v, int) noexcept { *p = v; }
+  static void transpose(V (&)[1]) noexcept {}
 };
 
 #define SYNATTN_KERNELS_GEMM_BLOCKED_INC_ALLOWED
