@@ -611,15 +611,20 @@ void BM_ThreadRatio(benchmark::State& state, std::size_t shape_index, bool backw
 
 // Forward + backward of layer `a` and of layer `b` on the workload,
 // interleaved (a, b, a, b, ...) at one thread so that both see the same
-// machine; each with its own bucket block. Sets the iteration time to b's
-// and returns both medians in seconds.
+// machine; each with its own bucket block and its own cache, as a training
+// loop keeps one per layer. (One shared cache resized its buffers at every
+// switch between the two paths: the materialized path's P, 32 MB at
+// 4 x 512 x 512 x 8, was allocated afresh each time and its page faults
+// timed, a third of that path's time on the VM that measured it.) Sets the
+// iteration time to b's and returns both medians in seconds.
 std::pair<double, double> interleaved_fwdbwd(benchmark::State& state, const Workload& w,
                                              synattn::SyntaxBiasedAttention<Scalar>& a, const Buckets& a_buckets,
                                              synattn::SyntaxBiasedAttention<Scalar>& b, const Buckets& b_buckets) {
   use_threads(1);
-  synattn::AttentionCache<Scalar> cache;
+  synattn::AttentionCache<Scalar> a_cache, b_cache;
   Matrix out(w.x.rows(), w.shape.d_model), dx(w.x.rows(), w.shape.d_model);
   const auto run_layer = [&](synattn::SyntaxBiasedAttention<Scalar>& layer, const Buckets& buckets) {
+    synattn::AttentionCache<Scalar>& cache = &layer == &a ? a_cache : b_cache;
     const auto t0 = Clock::now();
     layer.forward({w.x, w.lengths, buckets}, cache, out);
     layer.backward(cache, w.dout, {dx});

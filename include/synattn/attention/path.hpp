@@ -49,13 +49,13 @@ inline const char* to_string(AttentionPath p) noexcept {
 namespace attention_detail {
 
 // Above this many bytes of probabilities the automatic rule takes the fused
-// path. Measured (bench_attention path/, forward + backward at one thread,
-// float, docs/guide.md "Two training paths"): fused / materialized was
-// 1.01x at 1 MB of P, 1.02x at 8 MB, 1.07x at 16 MB (1 x 1024, d_model 256,
-// 4 heads) and 0.62x at 32 MB (4 x 512, d_model 512, 8 heads) with the avx512
-// kernels and vector packs (1.01, 1.06, 1.10 and 0.80x with avx2 before
-// them): below it the stored P still streams back faster than the fused
-// path recomputes it.
+// path: a memory rule. Measured (bench_attention path/, forward + backward
+// at one thread, float, each path with its own cache, docs/guide.md "Two
+// training paths"): fused / materialized was 1.01x at 1 MB of P, 1.01x at
+// 8 MB, 1.06x at 16 MB (1 x 1024, d_model 256, 4 heads) and 1.03x at
+// 32 MB (4 x 512, d_model 512, 8 heads) with the avx512 kernels (1.00, 1.02,
+// 1.10 and 1.05x with avx2): keeping P is never slower, so the threshold is
+// where its memory starts to matter more than those few percent.
 constexpr double kFusedPathBytes = 16.0 * 1024 * 1024;
 
 // SYNATTN_ATTENTION_PATH as a path (automatic when unset or empty); throws
