@@ -12,6 +12,7 @@
 #include <synattn/kernels/attention_rows_emulated.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <algorithm>
@@ -105,9 +106,9 @@ void check_numerators(Numerators numerators, int slots, std::mt19937& rng) {
   for (const Case& cs : cases())
     for (bool biased : {false, true}) {
       Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
-      std::vector<S> z = blk.z, inv(static_cast<std::size_t>(cs.rows), S(-1));
+      std::vector<S> z = blk.z, inv(static_cast<std::size_t>(cs.rows), S(-1)), row_max(inv);
       numerators(z.data(), cs.n, blk.buckets.data(), cs.n, biased ? blk.shifted.data() : nullptr, slots, cs.rows,
-                 cs.kend, cs.causal_row0, cs.n, inv.data());
+                 cs.kend, cs.causal_row0, cs.n, inv.data(), row_max.data());
       const auto want = reference_probabilities(blk, biased);
       INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
                    << ", biased " << biased << ", slots " << slots);
@@ -122,6 +123,18 @@ void check_numerators(Numerators numerators, int slots, std::mt19937& rng) {
         }
       CHECK(err <= tolerance<S>());
       CHECK(zeros);
+      // Each row's maximum of score + bias (one rounding each, so exact), -inf with no visible key.
+      std::size_t max_mismatch = row_max.size();
+      for (Index i = 0; i < cs.rows; ++i) {
+        S want_max = -std::numeric_limits<S>::infinity();
+        for (Index j = 0; j < blk.ke(i); ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
+          want_max = std::max(want_max, S(blk.z[at] + (biased ? blk.shifted[static_cast<std::size_t>(blk.buckets[at] + 1)] : S(0))));
+        }
+        if (row_max[static_cast<std::size_t>(i)] != want_max && max_mismatch == row_max.size())
+          max_mismatch = static_cast<std::size_t>(i);
+      }
+      CHECK(max_mismatch == row_max.size());
       for (Index i = 0; i < cs.rows; ++i) {
         bool any = false;
         for (Index j = 0; j < cs.n; ++j) any = any || want[static_cast<std::size_t>(i * cs.n + j)] != 0.0;
@@ -218,7 +231,8 @@ template <class S>
 std::vector<Named<S>> versions() {
   std::vector<Named<S>> out;
   out.push_back({"emulated",
-                 {&k::emulated::softmax_numerators<S>, &k::emulated::softmax_backward<S>, &k::emulated::scale_rows<S>},
+                 {&k::emulated::softmax_numerators<S>, &k::emulated::probabilities<S>,
+                  &k::emulated::softmax_backward<S>, &k::emulated::scale_rows<S>},
                  &k::emulated::exp_flushed_array<S>});
   for (synattn::KernelIsa isa : k::supported_isas()) {
     void (*exp_array)(const S*, S*, Index) noexcept = nullptr;
@@ -295,14 +309,14 @@ TEMPLATE_TEST_CASE("without a bias, a null bucket block with a row stride is nev
   std::vector<TestType> want = blk.dp, p(p64.begin(), p64.end());
   ref.softmax_backward(p.data(), 21, want.data(), 21, nullptr, 21, 5, 18, -1, 21, nullptr, 0, 0, nullptr);
   std::vector<TestType> zref = blk.z, inv_ref(5);
-  ref.softmax_numerators(zref.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv_ref.data());
+  ref.softmax_numerators(zref.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv_ref.data(), nullptr);
   for (const auto& ver : versions<TestType>()) {
     INFO("kernels: " << ver.name);
     std::vector<TestType> got = blk.dp;
     ver.kernels.softmax_backward(p.data(), 21, got.data(), 21, nullptr, 21, 5, 18, -1, 21, nullptr, 0, 0, nullptr);
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-6));
     std::vector<TestType> z = blk.z, inv(5);
-    ver.kernels.softmax_numerators(z.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv.data());
+    ver.kernels.softmax_numerators(z.data(), 21, nullptr, 21, nullptr, 0, 5, 18, -1, 21, inv.data(), nullptr);
     for (std::size_t i = 0; i < z.size(); ++i) CHECK(z[i] == Approx(zref[i]).epsilon(1e-5).margin(1e-30));
   }
 }
@@ -331,9 +345,9 @@ TEMPLATE_TEST_CASE("every version agrees with the portable kernels", "[kernels][
           zp = blk.z;
           ip.assign(ia.size(), S(-1));
           ver.kernels.softmax_numerators(za.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows, cs.kend,
-                                         cs.causal_row0, cs.n, ia.data());
+                                         cs.causal_row0, cs.n, ia.data(), nullptr);
           ref.softmax_numerators(zp.data(), cs.n, blk.buckets.data(), cs.n, shifted, slots, cs.rows, cs.kend,
-                                 cs.causal_row0, cs.n, ip.data());
+                                 cs.causal_row0, cs.n, ip.data(), nullptr);
           // One check per array (per-value REQUIREs made this test 5x slower
           // under sanitizers); a failure names the first differing zero.
           double err = 0, inv_err = 0;
@@ -440,7 +454,7 @@ TEMPLATE_TEST_CASE("every version gives the same bits wherever the block lies in
       std::copy(p64.begin(), p64.end(), pb.begin() + offset);
       std::vector<S> i(static_cast<std::size_t>(rows)), h(static_cast<std::size_t>(k::kHistogramCopies * slots));
       ver.kernels.softmax_numerators(zb.data() + offset, n, blk.buckets.data(), n, blk.shifted.data(), slots, rows, n,
-                                     -1, n, i.data());
+                                     -1, n, i.data(), nullptr);
       ver.kernels.softmax_backward(pb.data() + offset, n, db.data() + offset, n, blk.buckets.data(), n, rows, n, -1,
                                    n, h.data(), slots, slots, nullptr);
       z.emplace_back(zb.begin() + offset, zb.begin() + offset + rows * n);
@@ -478,7 +492,7 @@ void check_huge_scores(Numerators numerators) {
         std::vector<std::int8_t> buckets(static_cast<std::size_t>(n), 0);
         const S shifted[2] = {-std::numeric_limits<S>::infinity(), S(0)};
         S inv = 0;
-        numerators(z.data(), n, buckets.data(), n, shifted, 2, Index(1), n, Index(-1), n, &inv);
+        numerators(z.data(), n, buckets.data(), n, shifted, 2, Index(1), n, Index(-1), n, &inv, nullptr);
         INFO("n " << n << ", maximum " << (sign > 0 ? double(top) : -double(top) / 2));
         REQUIRE(double(inv) == Approx(1.0 / ties));
         for (Index j = 0; j < n; ++j) REQUIRE(z[static_cast<std::size_t>(j)] == (j % 5 == 2 ? S(1) : S(0)));
@@ -562,7 +576,7 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
       std::vector<S> shifted = blk.shifted;
       shifted[2] = nan;
       std::vector<S> zp = blk.z, ip(static_cast<std::size_t>(rows));
-      ref.softmax_numerators(zp.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n, ip.data());
+      ref.softmax_numerators(zp.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n, ip.data(), nullptr);
       INFO("slots " << slots << ", n " << n);
       for (Index i = 0; i < 3; ++i) CHECK(std::isnan(ip[static_cast<std::size_t>(i)]));
       CHECK(ip[3] == S(0));
@@ -574,7 +588,7 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
       std::vector<S> all_nan(static_cast<std::size_t>(slots), nan);
       all_nan[0] = -inf;
       std::vector<S> zq = blk.z, iq(static_cast<std::size_t>(rows));
-      ref.softmax_numerators(zq.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n, iq.data());
+      ref.softmax_numerators(zq.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n, iq.data(), nullptr);
       for (Index i = 0; i < rows; ++i)
         if (i != 3) CHECK(std::isnan(iq[static_cast<std::size_t>(i)]));
 
@@ -582,7 +596,7 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
         INFO("kernels: " << ver.name);
         std::vector<S> za = blk.z, ia(static_cast<std::size_t>(rows));
         ver.kernels.softmax_numerators(za.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n,
-                                       ia.data());
+                                       ia.data(), nullptr);
         for (Index i = 0; i < rows; ++i) {
           INFO("row " << i);
           CHECK(std::isnan(ia[static_cast<std::size_t>(i)]) == std::isnan(ip[static_cast<std::size_t>(i)]));
@@ -595,7 +609,7 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
         }
         std::vector<S> zb = blk.z, ib(static_cast<std::size_t>(rows));
         ver.kernels.softmax_numerators(zb.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n,
-                                       ib.data());
+                                       ib.data(), nullptr);
         for (Index i = 0; i < rows; ++i) CHECK(std::isnan(ib[static_cast<std::size_t>(i)]) == std::isnan(iq[static_cast<std::size_t>(i)]));
 
         // Backward through the NaN probabilities: NaN positions and histogram
@@ -620,6 +634,80 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
         }
       }
     }
+}
+
+namespace {
+
+// Bit for bit, NaN for NaN (a NaN's payload may differ).
+template <class S>
+bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::memcmp(&a[i], &b[i], sizeof(S)) != 0) return false;
+  return true;
+}
+
+// `kernels`' probabilities on blk's scores, from the row maxima and inverse
+// sums its softmax_numerators wrote, give exactly the numerators scaled by
+// the inverse sums (what the materialized path keeps), on every column.
+template <class S>
+void check_probabilities(const k::RowKernels<S>& kernels, const Block<S>& blk, const S* shifted) {
+  const std::size_t rows = static_cast<std::size_t>(blk.rows);
+  std::vector<S> e = blk.z, inv(rows, S(-1)), row_max(rows, S(-1));
+  kernels.softmax_numerators(e.data(), blk.n, blk.buckets.data(), blk.n, shifted, blk.slots, blk.rows, blk.kend,
+                             blk.causal_row0, blk.n, inv.data(), row_max.data());
+  std::vector<S> want(e.size());
+  kernels.scale_rows(want.data(), blk.n, e.data(), blk.n, blk.rows, blk.n, inv.data(), false);
+  std::vector<S> got = blk.z;
+  kernels.probabilities(got.data(), blk.n, blk.buckets.data(), blk.n, shifted, blk.slots, blk.rows, blk.kend,
+                        blk.causal_row0, blk.n, row_max.data(), inv.data());
+  CHECK(same_bits(got, want));
+}
+
+}  // namespace
+
+// The fused training path recomputes P in the backward pass from the row
+// maxima and inverse sums the forward kept; it must be the P the
+// materialized path keeps, bit for bit, in every version: every length,
+// mask, causal block and table size class, rows with no visible key, huge
+// scores and NaN scores and table entries.
+TEMPLATE_TEST_CASE("every version's probabilities are the normalised numerators, bit for bit", "[kernels][softmax]",
+                   float, double) {
+  using S = TestType;
+  const S nan = std::numeric_limits<S>::quiet_NaN();
+  for (const auto& ver : versions<S>()) {
+    INFO("kernels: " << ver.name);
+    std::mt19937 rng(77);
+    for (int slots : kSlotCounts)
+      for (const Case& cs : cases())
+        for (bool biased : {false, true}) {
+          Block<S> blk(cs.rows, cs.n, cs.kend, cs.causal_row0, slots, rng);
+          INFO("rows " << cs.rows << ", n " << cs.n << ", kend " << cs.kend << ", causal_row0 " << cs.causal_row0
+                       << ", slots " << slots << ", biased " << biased);
+          check_probabilities<S>(ver.kernels, blk, biased ? blk.shifted.data() : nullptr);
+        }
+    // Row 0 NaN, row 1 fully masked, row 2 fully masked with a NaN, row 3
+    // huge scores (the float kernels' subtract-first branch), row 4 a NaN
+    // table entry, row 5 clean.
+    for (int slots : {5, 20, 60}) {
+      const Index n = 45;
+      Block<S> blk(6, n, n, -1, slots, rng);
+      blk.z[static_cast<std::size_t>(n / 2)] = nan;
+      for (Index j = 0; j < n; ++j) {
+        blk.buckets[static_cast<std::size_t>(1 * n + j)] = -1;
+        blk.buckets[static_cast<std::size_t>(2 * n + j)] = -1;
+        blk.z[static_cast<std::size_t>(3 * n + j)] *= S(3e6);
+        for (Index i : {0, 1, 2, 3, 5})
+          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1) blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
+      }
+      blk.z[static_cast<std::size_t>(2 * n + 7)] = nan;
+      blk.buckets[static_cast<std::size_t>(4 * n + 3)] = 1;  // slot 2
+      std::vector<S> shifted = blk.shifted;
+      shifted[2] = nan;
+      INFO("special rows, slots " << slots);
+      check_probabilities<S>(ver.kernels, blk, shifted.data());
+    }
+  }
 }
 
 TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment",

@@ -75,10 +75,12 @@ struct Input {
   template <class F>
   std::vector<S> run(F&& numerators) const {
     std::vector<S, Eigen::aligned_allocator<S>> block(z.begin(), z.end());
-    std::vector<S> inv(static_cast<std::size_t>(rows));
-    numerators(block.data(), n, buckets.data(), n, shifted.data(), slots, rows, n, Index(-1), n, inv.data());
+    std::vector<S> inv(static_cast<std::size_t>(rows)), row_max(inv);
+    numerators(block.data(), n, buckets.data(), n, shifted.data(), slots, rows, n, Index(-1), n, inv.data(),
+               row_max.data());
     std::vector<S> out(block.begin(), block.end());
     out.insert(out.end(), inv.begin(), inv.end());
+    out.insert(out.end(), row_max.begin(), row_max.end());
     return out;
   }
 };

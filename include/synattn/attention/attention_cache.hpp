@@ -118,7 +118,7 @@ class AttentionCache {
   bool filled_ = false;
   bool inference_ = false;  // last used as infer()'s workspace: nothing to differentiate
   bool cross_ = false;
-  bool fused_ = false;  // the fused path: no probs_, backward() recomputes P per row block
+  bool fused_ = false;  // the fused path: no probs_, backward() recomputes P per row block from row_stats_
   AttentionFingerprint fingerprint_;
   CacheStamp stamp_;  // which layer filled it, and whether backward() has used it (util/layer_identity.hpp)
   Index batch_ = 0, n_q_ = 0, n_kv_ = 0;
@@ -149,8 +149,10 @@ class AttentionCache {
                                          // (fused backward: two, P and dS)
   Matrix dropped_;                       // (threads * rows, n_kv): per-thread P' = P * M / (1 - p), dropout only
   std::vector<Scalar> inv_sum_;          // (threads * rows): per-row scalars of the scratch blocks:
-                                         // 1 / softmax row sums (forward), <p, dp> (backward;
-                                         // fused: then the recomputed 1 / row sums)
+                                         // 1 / softmax row sums (forward), <p, dp> (backward)
+  Matrix row_stats_;                     // fused training pass: (2, batch * h * n_q), each query row's
+                                         // softmax maximum, then 1 / its row sum (its log-sum-exp in two
+                                         // factors), from which backward() recomputes P in one pass
 
   // Backward workspace.
   Matrix dctx_;         // (batch * n_q, h*dv)

@@ -95,9 +95,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
   }
   const double work = scores * (double(2 * (g.dk + g.dv)) + (fused ? double(g.dk) + kSoftmaxWork : 0.0));
   const int team = team_size(work);
-  const Index per_thread = fused ? 2 * rows : rows;
   c.scratch_.resize(team * (fused ? 2 : 1) * block_rows, cols);
-  c.inv_sum_.resize(static_cast<std::size_t>(team * per_thread));
+  c.inv_sum_.resize(static_cast<std::size_t>(team * rows));
   c.dscore_.resize(0, 0);
   if (drop) c.dropped_.resize(team * block_rows, cols);
   if (windows) c.tiles_.resize(static_cast<std::size_t>(team * cols));
@@ -122,6 +121,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
                                           c.scratch_.data(),
                                           drop ? c.dropped_.data() : nullptr,
                                           c.inv_sum_.data(),
+                                          fused ? c.row_stats_.data() : nullptr,
+                                          c.row_stats_.cols(),
                                           windows,
                                           windows ? &c.packed_ : nullptr,
                                           windows ? c.tiles_.data() : nullptr};

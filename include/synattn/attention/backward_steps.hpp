@@ -220,10 +220,10 @@ void fold_histogram(Scalar* hist, Index slots) {
 // (the first row block overwrites dK and dV, later ones add).
 //
 // Without `probs` (the fused path) each row block's P is recomputed first,
-// into the thread's second scratch block, by the forward's own steps on the
-// forward's row blocks (scores, bias and softmax, then the normalisation
-// the forward applied when it copied P out): bit for bit the P the
-// materialized path keeps.
+// into the thread's second scratch block, on the forward's row blocks: the
+// forward's scores, then the bias, exp and normalisation in one pass with the
+// row maxima and 1 / row sums the forward kept (recompute_probabilities_block):
+// bit for bit the P the materialized path keeps.
 template <class Scalar>
 struct RowBlockBackwardTask {
   using Matrix = RowMajorMatrix<Scalar>;
@@ -246,7 +246,9 @@ struct RowBlockBackwardTask {
   Scalar* scratch;                  // per thread: (rows, n_kv); fused path: (2 * rows, n_kv), dS then P
                                     // (packed: one or two of KeyWindows::max_tile)
   Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
-  Scalar* dots;                     // per thread: (rows); fused path: (2 * rows), the dots then 1 / row sums
+  Scalar* dots;                     // per thread: (rows)
+  const Scalar* row_stats;          // fused path: the forward's row maxima, then at + stats_ld its 1 / row sums
+  Index stats_ld;
 
   const KeyWindows* windows = nullptr;  // packed input: its row blocks (then probs is null)
   const PackedBuckets* packed = nullptr;
@@ -291,15 +293,14 @@ struct RowBlockBackwardTask {
     // One (rows, ld) scratch block; a thread has one (two on the fused path).
     const Index block_size = windows ? windows->max_tile : rows * ld;
     Scalar* own = scratch + Index(thread) * (probs ? 1 : 2) * block_size;
-    BlockMap dS(own, m, ld);                                       // (m, ld): dP, then dS
-    Scalar* d = dots + Index(thread) * (probs ? rows : 2 * rows);  // (m)
+    BlockMap dS(own, m, ld);                       // (m, ld): dP, then dS
+    Scalar* d = dots + Index(thread) * rows;       // (m)
     const Scalar* p = probs ? probs->data() + (t * gb.n_q + r0) * ld : own + block_size;
     if (!probs) {
       BlockMap S(own + block_size, m, ld);  // (m, ld): the forward's scores, then P
-      Scalar* inv = d + rows;               // (m)
+      const Scalar* max = row_stats + t * gb.n_q + r0;
       attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
-      softmax_numerators_block<Scalar>(S, buckets, gb.n_kv, table, gb, b, a, r0, inv);
-      kernels::scale_rows<Scalar>(S.data(), ld, S.data(), ld, m, ld, inv, false);
+      recompute_probabilities_block<Scalar>(S, buckets, gb.n_kv, table, gb, b, a, r0, max, max + stats_ld);
     }
     const ConstBlockMap P(p, m, ld);  // (m, ld)
     context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, gb, b, a, r0, acc,

@@ -50,6 +50,10 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
     c.probs_.resize(batch * h * n_q, n_kv);
   else
     c.probs_.resize(0, 0);
+  if (fused)
+    c.row_stats_.resize(2, batch * h * n_q);
+  else
+    c.row_stats_.resize(0, 0);
   if (options_.talking_heads_pre)
     c.raw_.resize(c.probs_.rows(), n_kv);
   else
@@ -227,6 +231,8 @@ void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_
                                          c.dropout_ ? &mask : nullptr,
                                          pass == Pass::training && !c.fused_ ? &c.probs_ : nullptr,
                                          stream_probs,
+                                         pass == Pass::training && c.fused_ ? c.row_stats_.data() : nullptr,
+                                         c.row_stats_.cols(),
                                          c.scratch_.data(),
                                          c.inv_sum_.data(),
                                          c.ctx_,

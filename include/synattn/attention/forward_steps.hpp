@@ -82,27 +82,65 @@ void add_view_biases(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* bu
   }
 }
 
+// The bias of one row block as the softmax kernels take it: view 1..'s
+// biases added to S (tree fusion), and view 0's slot table `shifted`
+// (shifted[0] = -inf, bucket -1, the mask; shifted[k + 1] = s * T[a, k], with
+// fusion view 0's s * w_0 * T_0[a, k]), its buckets and their leading
+// dimension. All null / 0 without a syntax bias.
+template <class Scalar>
+struct RowBlockBias {
+  Scalar shifted[kMaxTableBuckets + 1];
+  const Scalar* table_slots = nullptr;
+  int slots = 0;
+  const std::int8_t* rows = nullptr;
+  Index ld = 0;
+
+  // Adds view 1..'s biases to S (with tree fusion) and takes view 0's.
+  RowBlockBias(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
+               const BiasTerms<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0) {
+    if (!table) return;
+    if (table->views() > 1) add_view_biases<Scalar>(S, buckets, ldb, *table, g, b, a, r0);
+    table->shifted_row(a, shifted);
+    table_slots = shifted;
+    slots = table->num_buckets() + 1;
+    rows = g.bucket_rows(buckets, ldb, b, r0);
+    ld = g.bucket_ld(ldb);
+  }
+  RowBlockBias(const RowBlockBias&) = delete;  // table_slots points into the object
+  RowBlockBias& operator=(const RowBlockBias&) = delete;
+};
+
 // Bias, mask and softmax numerators of the valid rows of S (m, g.ld()), in
 // place: e_ij = exp(S_ij + s T[a, bucket_ij] - max_i), 0 where masked; inv[i]
 // (m) = 1 / sum_j e_ij, 0 on padding rows and rows with no visible key.
 // `buckets` is the whole (B * n_q, n_kv) block (with fusion (V * B * n_q,
 // n_kv)) with leading dimension ldb and `table` the layer's table, both null
-// without a syntax bias.
+// without a syntax bias. With `row_max` the valid rows' maxima are kept there
+// (for recompute_probabilities_block).
 template <class Scalar>
 void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
                               const BiasTerms<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
-                              Scalar* inv) {
+                              Scalar* inv, Scalar* row_max = nullptr) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
-  if (table && table->views() > 1) add_view_biases<Scalar>(S, buckets, ldb, *table, g, b, a, r0);
-  // shifted[0] = -inf (bucket -1, the mask), shifted[k + 1] = s * T[a, k]
-  // (with fusion: view 0's s * w_0 * T_0[a, k]).
-  Scalar shifted[kMaxTableBuckets + 1];
-  if (table) table->shifted_row(a, shifted);
-  const int slots = table ? table->num_buckets() + 1 : 0;
-  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), table ? g.bucket_rows(buckets, ldb, b, r0) : nullptr,
-                                      table ? g.bucket_ld(ldb) : 0, table ? shifted : nullptr, slots, v, g.keys(b),
-                                      g.causal_row0(r0), g.ld(), inv);
+  const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
+  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table_slots, bias.slots, v,
+                                      g.keys(b), g.causal_row0(r0), g.ld(), inv, row_max);
   std::fill(inv + v, inv + m, Scalar(0));
+  S.bottomRows(m - v).setZero();
+}
+
+// P of a row block, from its scores S (m, g.ld()) and the row_max and inv
+// that softmax_numerators_block kept for the same rows: in place, bit for
+// bit softmax_numerators_block followed by a normalisation by inv, in one
+// pass over S (the fused path's backward, attention/path.hpp).
+template <class Scalar>
+void recompute_probabilities_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* buckets, Index ldb,
+                                   const BiasTerms<Scalar>* table, const BlockGeometry& g, Index b, int a, Index r0,
+                                   const Scalar* row_max, const Scalar* inv) {
+  const Index m = S.rows(), v = g.valid_rows(b, r0, m);
+  const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
+  kernels::probabilities<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table_slots, bias.slots, v, g.keys(b),
+                                 g.causal_row0(r0), g.ld(), row_max, inv);
   S.bottomRows(m - v).setZero();
 }
 
@@ -186,6 +224,9 @@ struct RowBlockForwardTask {
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Matrix* probs;                    // (B * h * n_q, n_kv); null: an inference pass (or the fused path) keeps no P
   bool stream_probs;            // P written with streaming stores (it outgrows the caches)
+  Scalar* row_stats;            // the fused path's training pass: row maxima, then at + stats_ld 1 / row
+                                // sums, (B * h * n_q) each; null otherwise
+  Index stats_ld;
   Scalar* scratch;              // per thread: (rows, n_kv), packed: KeyWindows::max_tile
   Scalar* inv_sum;              // per thread: (rows)
   Matrix& ctx;                  // (B * n_q, h * dv), written
@@ -212,8 +253,13 @@ struct RowBlockForwardTask {
     const Index per_thread = windows ? windows->max_tile : rows * ld;
     BlockMap S(scratch + Index(thread) * per_thread, m, ld);  // (m, ld)
     Scalar* inv = inv_sum + Index(thread) * rows;             // (m)
+    Scalar* max = nullptr;
+    if (row_stats) {  // kept for the backward pass: these rows' own slots
+      max = row_stats + task * gb.n_q + r0;
+      inv = max + stats_ld;
+    }
     attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
-    softmax_numerators_block<Scalar>(S, buckets, ldb, table, gb, b, a, r0, inv);
+    softmax_numerators_block<Scalar>(S, buckets, ldb, table, gb, b, a, r0, inv, max);
     // P rows [r0, r0 + m) of block `task`: (m, n_kv).
     Scalar* P = probs ? block_of(*probs, task, gb.n_q, ld).middleRows(r0, m).data() : nullptr;
     if (!mask) {

@@ -4,12 +4,15 @@
 //   materialized  keeps the probabilities P (batch x heads x n_q x n_kv) for
 //                 backward(): memory quadratic in the sequence length.
 //   fused         keeps nothing per pair: backward() recomputes each
-//                 row block's scores and softmax from Q, K and the buckets,
-//                 with the forward's kernels on the forward's row blocks, so
+//                 row block's scores from Q and K on the forward's row
+//                 blocks, and P from them, the buckets and each row's
+//                 maximum and 1 / row sum, which the forward kept (its
+//                 log-sum-exp in two factors: 2 scalars per query row), so
 //                 P, and every gradient, are bit-identical to the
-//                 materialized path's. Memory is linear in n (a row block of
-//                 at most kScoreBlockBytes per thread); the price is one more
-//                 Q K^T and softmax per backward pass.
+//                 materialized path's. Memory is linear in n (those row
+//                 scalars, and a row block of at most kScoreBlockBytes per
+//                 thread); the price is one more Q K^T and one exp per score
+//                 per backward pass.
 //
 // Talking heads mix the scores of every head of a sequence before the
 // softmax (and the probabilities after it), so they need whole (n_q, n_kv)

@@ -28,7 +28,11 @@ namespace kernels {
 template <class Scalar>
 struct RowKernels {
   void (*softmax_numerators)(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
-                             int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum) noexcept;
+                             int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum,
+                             Scalar* row_max) noexcept;
+  void (*probabilities)(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted, int slots,
+                        Index rows, Index kend, Index causal_row0, Index n, const Scalar* row_max,
+                        const Scalar* inv_sum) noexcept;
   void (*softmax_backward)(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
                            Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride, int slots,
                            const Scalar* dots) noexcept;
@@ -41,22 +45,23 @@ namespace detail {
 // `isa`'s kernels, which must be compiled (else the portable ones).
 template <class Scalar>
 inline const RowKernels<Scalar>& kernels_of(KernelIsa isa) noexcept {
-  static constexpr RowKernels<Scalar> portable_kernels{&portable::softmax_numerators<Scalar>,
-                                                       &portable::softmax_backward<Scalar>,
-                                                       &portable::scale_rows<Scalar>};
+  static constexpr RowKernels<Scalar> portable_kernels{
+      &portable::softmax_numerators<Scalar>, &portable::probabilities<Scalar>, &portable::softmax_backward<Scalar>,
+      &portable::scale_rows<Scalar>};
 #if defined(SYNATTN_HAVE_AVX2_KERNELS)
-  static constexpr RowKernels<Scalar> avx2_kernels{&avx2::softmax_numerators<Scalar>, &avx2::softmax_backward<Scalar>,
-                                                   &avx2::scale_rows<Scalar>};
+  static constexpr RowKernels<Scalar> avx2_kernels{&avx2::softmax_numerators<Scalar>, &avx2::probabilities<Scalar>,
+                                                   &avx2::softmax_backward<Scalar>, &avx2::scale_rows<Scalar>};
   if (isa == KernelIsa::avx2) return avx2_kernels;
 #endif
 #if defined(SYNATTN_HAVE_AVX512_KERNELS)
   static constexpr RowKernels<Scalar> avx512_kernels{&avx512::softmax_numerators<Scalar>,
+                                                     &avx512::probabilities<Scalar>,
                                                      &avx512::softmax_backward<Scalar>, &avx512::scale_rows<Scalar>};
   if (isa == KernelIsa::avx512) return avx512_kernels;
 #endif
 #if defined(SYNATTN_HAVE_NEON_KERNELS)
-  static constexpr RowKernels<Scalar> neon_kernels{&neon::softmax_numerators<Scalar>, &neon::softmax_backward<Scalar>,
-                                                   &neon::scale_rows<Scalar>};
+  static constexpr RowKernels<Scalar> neon_kernels{&neon::softmax_numerators<Scalar>, &neon::probabilities<Scalar>,
+                                                   &neon::softmax_backward<Scalar>, &neon::scale_rows<Scalar>};
   if (isa == KernelIsa::neon) return neon_kernels;
 #endif
   (void)isa;
@@ -78,9 +83,21 @@ inline const RowKernels<Scalar>& row_kernels(KernelIsa isa) {
 // throws only on a bad SYNATTN_KERNEL_ISA at first use).
 template <class Scalar>
 inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
-                               int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum) {
+                               int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum,
+                               Scalar* row_max = nullptr) {
   detail::kernels_of<Scalar>(active_isa())
-      .softmax_numerators(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum);
+      .softmax_numerators(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, inv_sum, row_max);
+}
+
+// What softmax_numerators and a normalisation by its inv_sum give, bit for
+// bit, recomputed in one pass from its row_max and inv_sum
+// (kernels/attention_rows_portable.hpp states the contract).
+template <class Scalar>
+inline void probabilities(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted, int slots,
+                          Index rows, Index kend, Index causal_row0, Index n, const Scalar* row_max,
+                          const Scalar* inv_sum) {
+  detail::kernels_of<Scalar>(active_isa())
+      .probabilities(z, ld, buckets, ldb, shifted, slots, rows, kend, causal_row0, n, row_max, inv_sum);
 }
 
 template <class Scalar>

@@ -133,20 +133,43 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
 template <class Scalar>
 using Chunk = Eigen::Array<Scalar, 128 / int(sizeof(Scalar)), 1>;
 
+// Calls body(out, c, len) for each chunk of row [0, ke): c = exp(row - max),
+// flushed below the smallest normal number, of which the first len values
+// belong at out. The lanes past the row hold -inf, whose exp the flush makes
+// 0. The flush loop vectorises (compare + blend; an Eigen select() around
+// exp() cost 10x: it did not). Shared by softmax_numerators and
+// probabilities, so both round every value alike.
+template <class Scalar, class Body>
+inline void for_each_exp_chunk(Scalar* row, Index ke, Scalar max, Body&& body) noexcept {
+  const Scalar tiny = std::numeric_limits<Scalar>::min();
+  constexpr Index C = Chunk<Scalar>::SizeAtCompileTime;
+  Chunk<Scalar> c;
+  for (Index j = 0; j < ke; j += C) {
+    const Index len = std::min(C, ke - j);
+    c.head(len) = ConstArrayMap<Scalar>(row + j, len);
+    c.tail(C - len).setConstant(-std::numeric_limits<Scalar>::infinity());
+    c = (c - max).exp();
+    for (Index k = 0; k < C; ++k) c[k] = c[k] < tiny ? Scalar(0) : c[k];
+    body(row + j, c, len);
+  }
+}
+
 // Softmax numerators, in place. On entry z row i holds the scores of query i
 // on [0, kend_i); if `shifted` is not null the bias shifted[bucket + 1] is
 // added first. On exit the row holds exp(score - rowmax) (flushed, see above)
 // on [0, kend_i) and 0 on [kend_i, n); inv_sum[i] = 1 / (row sum), or 0 for a
 // row with no visible key (then all zeros). Normalising is left to the caller,
 // which can apply inv_sum to the (rows, dv) context instead of the (rows, n)
-// block, or while copying the probabilities out.
+// block, or while copying the probabilities out. With `row_max` (rows; may
+// be null) each row's maximum is also written (-inf for a row with no
+// visible key): with inv_sum, the row's log-sum-exp in two factors, from
+// which `probabilities` recomputes the row without its two reductions.
 template <class Scalar>
 inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
-                               int slots, Index rows, Index kend, Index causal_row0, Index n,
-                               Scalar* inv_sum) noexcept {
+                               int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum,
+                               Scalar* row_max = nullptr) noexcept {
   SYNATTN_ASSERT(0 <= kend && kend <= n);
   (void)slots;
-  const Scalar tiny = std::numeric_limits<Scalar>::min();
   for (Index i = 0; i < rows; ++i) {
     Scalar* row = z + i * ld;
     // No bucket block without a bias (null): no row pointer into it either.
@@ -154,31 +177,57 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
     const Index ke = visible_keys(kend, causal_row0, i);
     std::fill(row + ke, row + n, Scalar(0));
     inv_sum[i] = Scalar(0);
+    if (row_max != nullptr) row_max[i] = -std::numeric_limits<Scalar>::infinity();
     if (ke == 0) continue;
     if (shifted != nullptr)
       for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
     const Scalar max = ConstArrayMap<Scalar>(row, ke).maxCoeff();  // exact in any order
+    if (row_max != nullptr) row_max[i] = max;
     if (max == -std::numeric_limits<Scalar>::infinity()) {
       no_visible_key_row(row, ke, inv_sum + i);
       continue;
     }
-    // exp(score - max) chunk by chunk (see Chunk); the lanes past the row
-    // hold -inf, whose exp the flush makes 0. The flush loop vectorises
-    // (compare + blend; an Eigen select() around exp() cost 10x: it did not),
-    // and the chunk-wide accumulator keeps SIMD partial sums where a
-    // `sum +=` would be one serial chain.
-    constexpr Index C = Chunk<Scalar>::SizeAtCompileTime;
-    Chunk<Scalar> acc = Chunk<Scalar>::Zero(), c;
-    for (Index j = 0; j < ke; j += C) {
-      const Index len = std::min(C, ke - j);
-      c.head(len) = ConstArrayMap<Scalar>(row + j, len);
-      c.tail(C - len).setConstant(-std::numeric_limits<Scalar>::infinity());
-      c = (c - max).exp();
-      for (Index k = 0; k < C; ++k) c[k] = c[k] < tiny ? Scalar(0) : c[k];
+    // The chunk-wide accumulator keeps SIMD partial sums where a `sum +=`
+    // would be one serial chain.
+    Chunk<Scalar> acc = Chunk<Scalar>::Zero();
+    for_each_exp_chunk<Scalar>(row, ke, max, [&](Scalar* out, const Chunk<Scalar>& c, Index len) {
       acc += c;
-      ArrayMap<Scalar>(row + j, len) = c.head(len);
-    }
+      ArrayMap<Scalar>(out, len) = c.head(len);
+    });
     inv_sum[i] = Scalar(1) / acc.sum();  // the sum is >= 1: the maximum contributes exp(0)
+  }
+}
+
+// The probabilities softmax_numerators and a normalisation by inv_sum give,
+// bit for bit, recomputed in one pass from the scores and the row_max and
+// inv_sum that softmax_numerators wrote for the same rows: z row i holds the
+// scores on [0, kend_i) on entry (the bias not yet added) and exp(score +
+// bias - row_max[i]) * inv_sum[i] (flushed as above) on exit, and 0 *
+// inv_sum[i] on [kend_i, n) (0, or NaN on a NaN row: what scaling the
+// numerators' zeros gives). A row whose maximum was -inf holds inv_sum[i]
+// squared: the fill value of no_visible_key_row (0, or NaN), scaled by itself.
+template <class Scalar>
+inline void probabilities(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
+                          int slots, Index rows, Index kend, Index causal_row0, Index n, const Scalar* row_max,
+                          const Scalar* inv_sum) noexcept {
+  SYNATTN_ASSERT(0 <= kend && kend <= n);
+  (void)slots;
+  for (Index i = 0; i < rows; ++i) {
+    Scalar* row = z + i * ld;
+    const std::int8_t* b = buckets != nullptr ? buckets + i * ldb : nullptr;
+    const Index ke = visible_keys(kend, causal_row0, i);
+    const Scalar inv = inv_sum[i], max = row_max[i];
+    std::fill(row + ke, row + n, Scalar(0) * inv);
+    if (ke == 0) continue;
+    if (max == -std::numeric_limits<Scalar>::infinity()) {
+      std::fill(row, row + ke, inv * inv);
+      continue;
+    }
+    if (shifted != nullptr)
+      for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
+    for_each_exp_chunk<Scalar>(row, ke, max, [&](Scalar* out, const Chunk<Scalar>& c, Index len) {
+      ArrayMap<Scalar>(out, len) = c.head(len) * inv;
+    });
   }
 }
 
