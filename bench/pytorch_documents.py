@@ -34,7 +34,7 @@ os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
 import torch  # noqa: E402  (after the environment above)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from pytorch_reference import make_module_class  # noqa: E402  (the seed design's module)
+from pytorch_reference import make_module_class, reference_blas_refusal  # noqa: E402  (the seed design's module)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -85,6 +85,9 @@ def main():
     ap.add_argument("--conllu", default=str(ROOT / "data/ud/UD_English-EWT/en_ewt-ud-train.conllu"))
     ap.add_argument("--json", help="write the result here")
     args = ap.parse_args()
+    refusal = reference_blas_refusal(torch)
+    if refusal:
+        sys.exit(refusal)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     n, d, heads = args.n, 512, 8

@@ -160,6 +160,26 @@ def openblas_info():
     return info
 
 
+def reference_blas_refusal(torch):
+    """Why this torch's times are not worth quoting, or None. Debian's torch is
+    built against the generic libblas.so.3 (BLAS_INFO=generic), which runs the
+    reference (netlib) BLAS unless an optimised one is installed: 20-30x
+    slower at these shapes, a peer that flatters synattn (it happened twice:
+    docs/benchmarks.md). SYNATTN_ALLOW_REFERENCE_BLAS=1 times it anyway."""
+    if os.environ.get("SYNATTN_ALLOW_REFERENCE_BLAS") == "1":
+        return None
+    if not any("BLAS_INFO=generic" in l for l in torch.__config__.show().splitlines()):
+        return None
+    # The libblas.so.3 torch resolved (not LAPACK's: OpenBLAS's liblapack.so.3
+    # can sit beside the reference libblas.so.3, which then does the products).
+    blas = [os.path.realpath(p) for p in openblas_info()["mapped"] if os.path.basename(p).startswith("libblas.so")]
+    if not blas or any(k in p for p in blas for k in ("openblas", "mkl", "blis", "atlas")):
+        return None
+    return ("PyTorch would run on the reference BLAS (%s), 20-30x slower than an optimised one: "
+            "install OpenBLAS (SYNATTN_WITH_BENCH_EXTRAS=1 tools/install-deps.sh), or set "
+            "SYNATTN_ALLOW_REFERENCE_BLAS=1 to time it anyway" % ", ".join(blas))
+
+
 def check_kernel(torch, Module):
     """The float32 forward and backward against float64: a BLAS kernel that
     miscomputes on this CPU (the reason OPENBLAS_CORETYPE is sometimes forced)
@@ -255,6 +275,11 @@ def run_child(args):
                              else "; ".join(blas_info_line)[:200]))
     sys.stderr.write("[pytorch %s, %d thread(s)] BLAS: %s, kernel %s, blas threads %s\n" % (
         torch.__version__, threads, info.get("openblas", "?"), info.get("core", "?"), info.get("blas_threads", "?")))
+    refusal = reference_blas_refusal(torch)
+    if refusal:
+        sys.stderr.write(refusal + "\n")
+        print(json.dumps({"info": info, "results": [], "error": refusal}))
+        return 1
     err = check_kernel(torch, Module)
     info["float32_vs_float64_rel_err"] = err
     if not err < 1e-4:
@@ -292,7 +317,9 @@ def run_all(dist_dir, threads=(1, 2), coretype="SkylakeX", runs=7, min_time=0.2,
         p = subprocess.run(cmd, env=child_env(t, coretype), stdout=subprocess.PIPE, text=True)
         lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
         if p.returncode != 0 or not lines:
-            raise SystemExit("pytorch_reference child (threads %d, coretype %s) failed" % (t, coretype))
+            why = json.loads(lines[-1]).get("error", "") if lines else ""
+            raise SystemExit("pytorch_reference child (threads %d, coretype %s) failed%s" % (t, coretype,
+                                                                                           ": " + why if why else ""))
         out[t] = json.loads(lines[-1])
     return out
 

@@ -92,7 +92,7 @@ SITE_SUBSET, SITE_BATCHES, SITE_WORD_DROPOUT = 1, 2, 3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pytorch_reference import wait_for_quiet  # noqa: E402  (the attention benchmark's idle-core wait)
+from pytorch_reference import reference_blas_refusal, wait_for_quiet  # noqa: E402  (the attention benchmark's helpers)
 ROOT = os.path.dirname(HERE)
 EWT = os.path.join(ROOT, "data", "ud", "UD_English-EWT")
 
@@ -540,6 +540,9 @@ def throughput_child(args):
     import numpy as np
     import resource
     import torch
+    refusal = reference_blas_refusal(torch)
+    if refusal:
+        sys.exit(refusal)
     torch.set_num_threads(args.threads_child)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
