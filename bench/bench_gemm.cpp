@@ -49,7 +49,8 @@ enum class Path { eigen, gemm, product };
 // here one 256-row block of the output), dX = dY W (256 x 512 of 1536);
 // sentences' projections (16 and 64 x 768 of 256), and a long sequence's
 // score and dP row blocks (16, 64 and 128 rows x 1024 keys of 64: n = 1024,
-// dk = 64), where gemm_one_block_or_swapped's rule decides.
+// dk = 64), where gemm_one_block_or_swapped's rule decides, and its dV and dK
+// row-block products (1024 keys x 64 of 128 rows: A^T, rows 4 KB apart).
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {8, 8, 8, Transpose::none},       {16, 16, 16, Transpose::none},    {32, 32, 32, Transpose::none},
@@ -59,7 +60,7 @@ const std::vector<Case>& cases() {
       {256, 1536, 512, Transpose::rhs}, {128, 128, 64, Transpose::rhs},   {128, 64, 128, Transpose::none},
       {128, 64, 128, Transpose::lhs},   {256, 512, 2048, Transpose::lhs}, {256, 512, 1536, Transpose::none},
       {16, 768, 256, Transpose::rhs},   {64, 1024, 64, Transpose::rhs},   {128, 1024, 64, Transpose::rhs},
-      {16, 1024, 64, Transpose::rhs},   {64, 768, 256, Transpose::rhs},
+      {16, 1024, 64, Transpose::rhs},   {64, 768, 256, Transpose::rhs},   {1024, 64, 128, Transpose::lhs},
   };
   return all;
 }
