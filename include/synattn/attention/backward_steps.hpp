@@ -247,8 +247,8 @@ struct RowBlockBackwardTask {
                                     // (packed: one or two of KeyWindows::max_tile)
   Scalar* dropped;                  // per thread: (rows, n_kv), with dropout
   Scalar* dots;                     // per thread: (rows)
-  const Scalar* row_stats;          // fused path: the forward's row maxima, then at + stats_ld its 1 / row sums
-  Index stats_ld;
+  const Scalar* row_max;            // fused path: the forward's row maxima and 1 / row sums (B * h * n_q)
+  const Scalar* row_inv;
 
   const KeyWindows* windows = nullptr;  // packed input: its row blocks (then probs is null)
   const PackedBuckets* packed = nullptr;
@@ -298,9 +298,9 @@ struct RowBlockBackwardTask {
     const Scalar* p = probs ? probs->data() + (t * gb.n_q + r0) * ld : own + block_size;
     if (!probs) {
       BlockMap S(own + block_size, m, ld);  // (m, ld): the forward's scores, then P
-      const Scalar* max = row_stats + t * gb.n_q + r0;
+      const Index at = t * gb.n_q + r0;  // these rows' slots
       attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
-      recompute_probabilities_block<Scalar>(S, buckets, gb.n_kv, table, gb, b, a, r0, max, max + stats_ld);
+      recompute_probabilities_block<Scalar>(S, buckets, gb.n_kv, table, gb, b, a, r0, row_max + at, row_inv + at);
     }
     const ConstBlockMap P(p, m, ld);  // (m, ld)
     context_backward<Scalar>(dS, P, dctx, kvsrc, dkvsrc, gb, b, a, r0, acc,

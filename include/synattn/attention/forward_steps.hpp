@@ -90,8 +90,7 @@ void add_view_biases(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::int8_t* bu
 template <class Scalar>
 struct RowBlockBias {
   Scalar shifted[kMaxTableBuckets + 1];
-  const Scalar* table_slots = nullptr;
-  int slots = 0;
+  int slots = 0;  // 0: no syntax bias
   const std::int8_t* rows = nullptr;
   Index ld = 0;
 
@@ -101,13 +100,12 @@ struct RowBlockBias {
     if (!table) return;
     if (table->views() > 1) add_view_biases<Scalar>(S, buckets, ldb, *table, g, b, a, r0);
     table->shifted_row(a, shifted);
-    table_slots = shifted;
     slots = table->num_buckets() + 1;
     rows = g.bucket_rows(buckets, ldb, b, r0);
     ld = g.bucket_ld(ldb);
   }
-  RowBlockBias(const RowBlockBias&) = delete;  // table_slots points into the object
-  RowBlockBias& operator=(const RowBlockBias&) = delete;
+  // The kernels' `shifted` argument: null without a syntax bias.
+  const Scalar* table() const noexcept { return slots > 0 ? shifted : nullptr; }
 };
 
 // Bias, mask and softmax numerators of the valid rows of S (m, g.ld()), in
@@ -123,7 +121,7 @@ void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::i
                               Scalar* inv, Scalar* row_max = nullptr) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
   const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
-  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table_slots, bias.slots, v,
+  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table(), bias.slots, v,
                                       g.keys(b), g.causal_row0(r0), g.ld(), inv, row_max);
   std::fill(inv + v, inv + m, Scalar(0));
   S.bottomRows(m - v).setZero();
@@ -139,7 +137,7 @@ void recompute_probabilities_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const s
                                    const Scalar* row_max, const Scalar* inv) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
   const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
-  kernels::probabilities<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table_slots, bias.slots, v, g.keys(b),
+  kernels::probabilities<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table(), bias.slots, v, g.keys(b),
                                  g.causal_row0(r0), g.ld(), row_max, inv);
   S.bottomRows(m - v).setZero();
 }
@@ -224,9 +222,8 @@ struct RowBlockForwardTask {
   const DropoutMask<Scalar>* mask;  // null: no dropout
   Matrix* probs;                    // (B * h * n_q, n_kv); null: an inference pass (or the fused path) keeps no P
   bool stream_probs;            // P written with streaming stores (it outgrows the caches)
-  Scalar* row_stats;            // the fused path's training pass: row maxima, then at + stats_ld 1 / row
-                                // sums, (B * h * n_q) each; null otherwise
-  Index stats_ld;
+  Scalar* row_max;              // the fused path's training pass: each query row's maximum and 1 / row
+  Scalar* row_inv;              // sum, (B * h * n_q) each, kept for backward(); null otherwise
   Scalar* scratch;              // per thread: (rows, n_kv), packed: KeyWindows::max_tile
   Scalar* inv_sum;              // per thread: (rows)
   Matrix& ctx;                  // (B * n_q, h * dv), written
@@ -254,9 +251,9 @@ struct RowBlockForwardTask {
     BlockMap S(scratch + Index(thread) * per_thread, m, ld);  // (m, ld)
     Scalar* inv = inv_sum + Index(thread) * rows;             // (m)
     Scalar* max = nullptr;
-    if (row_stats) {  // kept for the backward pass: these rows' own slots
-      max = row_stats + task * gb.n_q + r0;
-      inv = max + stats_ld;
+    if (row_max) {  // kept for the backward pass: these rows' own slots
+      max = row_max + task * gb.n_q + r0;
+      inv = row_inv + task * gb.n_q + r0;
     }
     attention_scores<Scalar>(S, qsrc, kvsrc, gb, b, a, r0, inv_sqrt_dk);
     softmax_numerators_block<Scalar>(S, buckets, ldb, table, gb, b, a, r0, inv, max);
