@@ -36,6 +36,7 @@
 #include <catch2/catch.hpp>
 
 #include <synattn/io/atomic_file.hpp>
+#include <synattn/io/output_path.hpp>
 #include <synattn/io/npy.hpp>
 
 #include <fcntl.h>
@@ -55,6 +56,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <iterator>
 #include <set>
 #include <string>
@@ -629,4 +631,109 @@ TEST_CASE("write_npy is atomic: a full disk keeps the old array and leaves no te
   synattn::write_npy(path, big.data(), {big.size()});
   CHECK(synattn::read_npy(path).shape() == std::vector<std::size_t>{big.size()});
   CHECK(read_bytes(victim) == "untouched");
+}
+
+// io/output_path.hpp: the output-path policy every writer follows (issue 44
+// §1). Before it, write_file_atomically refused only directories and renamed
+// a new regular file over whatever was at the path: /dev/null became a
+// regular file, a FIFO's reader got nothing (the FIFO was replaced), and a
+// symlink was replaced by a regular file while its target kept the old bytes.
+TEST_CASE("a character device is written to, not replaced by a regular file", "[atomic_file][output_path]") {
+  TempDir dir("synattn_atomic");
+  // Through a symlink to /dev/null (writing /dev/null itself would replace it
+  // for the whole machine when run as root with the old writer).
+  const std::string link = dir.file("null-link");
+  REQUIRE(::symlink("/dev/null", link.c_str()) == 0);
+  CHECK(synattn::resolve_output_path(link, "test").kind == synattn::OutputKind::Stream);
+  synattn::write_file_atomically(link, "discarded", "test");
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(listing(dir.path()) == std::set<std::string>{"null-link"});
+}
+
+TEST_CASE("a FIFO is written to: its reader gets the bytes and the FIFO stays", "[atomic_file][output_path]") {
+  TempDir dir("synattn_atomic");
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  const std::string bytes = awkward_bytes(100000, 3);  // more than a pipe buffer
+  synattn::write_file_atomically(fifo, bytes, "test");
+  reader.join();
+  CHECK(got == bytes);
+  struct stat st {};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(listing(dir.path()) == std::set<std::string>{"pipe"});
+}
+
+TEST_CASE("a symlink is followed: its regular file is replaced atomically and the link stays a link",
+          "[atomic_file][output_path]") {
+  TempDir dir("synattn_atomic");
+  fs::create_directory(dir.path() / "real");
+  const std::string target = (dir.path() / "real" / "model.bin").string();
+  plant(target, "old bytes");
+  const std::string link = dir.file("model.bin");
+  REQUIRE(::symlink("real/model.bin", link.c_str()) == 0);  // relative, as `ln -s` makes them
+  const int held = ::open(target.c_str(), O_RDONLY);
+  REQUIRE(held >= 0);
+  synattn::write_file_atomically(link, "new bytes", "test");
+  CHECK(read_bytes(target) == "new bytes");
+  CHECK(read_fd(held) == "old bytes");  // replaced, not rewritten in place
+  ::close(held);
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK(listing(dir.path()) == std::set<std::string>{"model.bin", "real"});
+  CHECK(listing(dir.path() / "real") == std::set<std::string>{"model.bin"});
+}
+
+TEST_CASE("a symlink to nothing, a loop, a socket and an empty path are refused by name, and nothing is created",
+          "[atomic_file][output_path][errors]") {
+  TempDir dir("synattn_atomic");
+  const std::string dangling = dir.file("dangling");
+  REQUIRE(::symlink("nowhere.bin", dangling.c_str()) == 0);
+  CHECK_THROWS_WITH(synattn::write_file_atomically(dangling, "x", "test"),
+                    Contains("test: cannot write '" + dangling + "'") && Contains("does not exist"));
+  const std::string loop = dir.file("loop");
+  REQUIRE(::symlink("loop", loop.c_str()) == 0);
+  CHECK_THROWS_WITH(synattn::write_file_atomically(loop, "x", "test"), Contains("too many levels of symlinks"));
+  const std::string to_dir = dir.file("to-dir");
+  REQUIRE(::symlink(dir.path().c_str(), to_dir.c_str()) == 0);
+  CHECK_THROWS_WITH(synattn::write_file_atomically(to_dir, "x", "test"), Contains("which is a directory"));
+  CHECK_THROWS_WITH(synattn::write_file_atomically("", "x", "test"), Contains("an empty path"));
+  CHECK(listing(dir.path()) == std::set<std::string>{"dangling", "loop", "to-dir"});
+}
+
+TEST_CASE("'-' and /dev/stdout write to standard output where it is, never renaming over a redirected file",
+          "[atomic_file][output_path]") {
+  TempDir dir("synattn_atomic");
+  const std::string out = dir.file("stdout.txt");
+  std::cout.flush();  // the child flushes stdout first: nothing of ours may be pending
+  std::fflush(stdout);
+  for (const std::string name : {"-", "/dev/stdout"}) {
+    plant(out, "");
+    const int fd = ::open(out.c_str(), O_WRONLY);
+    REQUIRE(fd >= 0);
+    const ChildResult got = run_in_child(
+        [&](std::string& why) {
+          if (::dup2(fd, STDOUT_FILENO) < 0) {
+            why = "dup2 failed";
+            return false;
+          }
+          return true;
+        },
+        [&] { synattn::write_file_atomically(name, "to stdout", "test"); });
+    ::close(fd);
+    INFO(name << ": child exit " << got.exit_code << ", message: " << got.message);
+    CHECK(got.exit_code == kChildNoException);
+    CHECK(read_bytes(out) == "to stdout");  // the same file the descriptor holds, not a new one
+    CHECK(listing(dir.path()) == std::set<std::string>{"stdout.txt"});
+  }
 }
