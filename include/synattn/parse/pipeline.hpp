@@ -1,0 +1,88 @@
+// synattn — raw text in, trees out: the tokenizer, then the parser.
+//
+//   const auto pipeline = synattn::parse::Pipeline::load_default();
+//   const synattn::text::Document doc = pipeline.parse_text("Dr. Smith's team didn't finish. They left!");
+//   for (const auto& s : doc.sentences) {
+//     const synattn::DependencyTree tree = synattn::parse::sentence_tree(s);   // for the attention bias
+//     // s.words[i].form, .head (1-based, 0 = root), .deprel, .upos, .span (bytes and code points)
+//   }
+//
+// The tokenizer (text/tokenizer_model.hpp) splits the text into paragraphs,
+// sentences, tokens and words, each with its span in the text; the parser
+// (parse/parser_model.hpp) gives every sentence's words their heads,
+// relations and tags. Both models are read once; parse_text() is const and
+// safe to call from several threads at once, and its result does not depend
+// on the number of threads.
+//
+// Needs nlohmann-json (link synattn::checkpoint).
+#ifndef SYNATTN_PARSE_PIPELINE_HPP
+#define SYNATTN_PARSE_PIPELINE_HPP
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../text/document.hpp"
+#include "../text/tokenizer_model.hpp"
+#include "../tree/dependency_tree.hpp"
+#include "parser_model.hpp"
+
+namespace synattn {
+namespace parse {
+
+// A sentence's tree in synattn's convention (0-based, root = -1), from its
+// words' CoNLL-U heads. Throws TreeError when the heads are missing (-1) or
+// do not form a tree.
+inline DependencyTree sentence_tree(const text::Sentence& s) {
+  std::vector<int> heads(s.words.size());
+  for (std::size_t i = 0; i < s.words.size(); ++i) heads[i] = s.words[i].head - 1;
+  return DependencyTree(heads, Structure::Tree, s.sent_id);
+}
+
+class Pipeline {
+ public:
+  Pipeline(text::TokenizerModel tokenizer, ParserModel parser)
+      : tokenizer_(std::move(tokenizer)), parser_(std::move(parser)) {}
+
+  // The shipped English models (text::default_tokenizer_path(), default_model_path()).
+  static Pipeline load_default() { return load(text::default_tokenizer_path(), default_model_path()); }
+  static Pipeline load(const std::string& tokenizer_path, const std::string& parser_path) {
+    return Pipeline(text::TokenizerModel::load(tokenizer_path), ParserModel::load(parser_path));
+  }
+
+  const text::TokenizerModel& tokenizer() const noexcept { return tokenizer_; }
+  const ParserModel& parser() const noexcept { return parser_; }
+
+  // Sentences of `doc` get their words' heads, relations and tags.
+  void parse_sentences(text::Document& doc) const {
+    std::vector<std::vector<std::string>> forms(doc.sentences.size());
+    for (std::size_t s = 0; s < doc.sentences.size(); ++s)
+      for (const text::Word& w : doc.sentences[s].words) forms[s].push_back(w.form);
+    const std::vector<ParsedSentence> parsed = parser_.parse(forms);
+    for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
+      auto& words = doc.sentences[s].words;
+      for (std::size_t i = 0; i < words.size(); ++i) {
+        words[i].head = parsed[s].heads[i];
+        words[i].deprel = parsed[s].deprels[i];
+        words[i].upos = parsed[s].upos[i];
+      }
+    }
+  }
+
+  // Raw UTF-8 text -> parsed sentences. `name` names the text in errors
+  // (invalid UTF-8: the byte offset).
+  text::Document parse_text(const std::string& raw, const std::string& name = "<text>") const {
+    text::Document doc = tokenizer_.tokenize(raw, name);
+    parse_sentences(doc);
+    return doc;
+  }
+
+ private:
+  text::TokenizerModel tokenizer_;
+  ParserModel parser_;
+};
+
+}  // namespace parse
+}  // namespace synattn
+
+#endif  // SYNATTN_PARSE_PIPELINE_HPP
