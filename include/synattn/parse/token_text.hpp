@@ -36,6 +36,7 @@
 
 #include "../error.hpp"
 #include "../io/conllu.hpp"
+#include "../text/utf8.hpp"
 #include "conllu_document.hpp"
 
 namespace synattn::parse {
@@ -44,70 +45,9 @@ inline constexpr std::size_t kMaxTokensPerLine = 1000;
 
 namespace token_text_detail {
 
-inline std::string hex_byte(unsigned char c) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  return std::string("0x") + kHex[c >> 4] + kHex[c & 15];
-}
-
-// Checks `s` as UTF-8 (RFC 3629: shortest forms only, no surrogates, nothing
-// above U+10FFFF). Returns true if valid; otherwise false with `at` the
-// 0-based offset of the first byte of the bad sequence and `why` the reason.
-inline bool check_utf8(std::string_view s, std::size_t& at, std::string& why) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    // Length of the sequence and the range of its second byte (Unicode
-    // Table 3-7), which is where overlong forms, surrogates and values above
-    // U+10FFFF show.
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      at = i;
-      why = "byte " + hex_byte(c) +
-            (c <= 0xBF ? " is a continuation byte without a lead byte"
-             : c <= 0xC1 ? " starts an overlong encoding (never valid UTF-8)"
-                         : " never appears in UTF-8");
-      return false;
-    }
-    for (std::size_t k = 1; k < len; ++k) {
-      if (i + k == s.size()) {
-        at = i;
-        why = "a " + std::to_string(len) + "-byte sequence starting with " + hex_byte(c) +
-              " is cut short by the end of the line";
-        return false;
-      }
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (b >= (k == 1 ? lo : 0x80) && b <= (k == 1 ? hi : 0xBF)) continue;
-      at = i;
-      if ((b & 0xC0) != 0x80)
-        why = "a " + std::to_string(len) + "-byte sequence starting with " + hex_byte(c) +
-              " is cut short (" + hex_byte(b) + " is not a continuation byte)";
-      else if (c == 0xED)
-        why = "bytes " + hex_byte(c) + " " + hex_byte(b) +
-              " encode a UTF-16 surrogate (U+D800-U+DFFF)";
-      else if (c == 0xF4)
-        why = "bytes " + hex_byte(c) + " " + hex_byte(b) + " encode a code point above U+10FFFF";
-      else
-        why = "bytes " + hex_byte(c) + " " + hex_byte(b) + " start an overlong encoding";
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
+// UTF-8 is checked in one place for the whole library (text/utf8.hpp).
+using text::check_utf8;
+using text::hex_byte;
 
 inline bool is_token_separator(char c) noexcept { return c == ' ' || c == '\t'; }
 
