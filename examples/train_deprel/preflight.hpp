@@ -26,6 +26,7 @@
 
 #include <synattn/data/tagging_corpus.hpp>
 #include <synattn/error.hpp>
+#include <synattn/io/output_path.hpp>
 #include <synattn/mpi/checksum.hpp>  // no MPI needed
 
 #include "cli.hpp"
@@ -85,6 +86,18 @@ inline void check_output_path(const std::string& flag, const std::string& path, 
     if (!fs::exists(folder, ec)) throw CliError(flag + " " + path + ": folder " + folder.string() + " does not exist");
     if (!fs::is_directory(folder, ec))
       throw CliError(flag + " " + path + ": " + folder.string() + " is not a folder");
+    // The library's output-path policy (io/output_path.hpp): a FIFO, a
+    // device or standard output is written where it is; a symlink leads to
+    // the file (and folder) that is written; the rest is refused.
+    synattn::OutputTarget target;
+    try {
+      target = synattn::resolve_output_path(path, flag);
+    } catch (const synattn::RuntimeError& e) {
+      throw CliError(e.what());
+    }
+    if (target.kind == synattn::OutputKind::Stream || target.kind == synattn::OutputKind::StandardOutput) return;
+    folder = fs::path(target.path).parent_path();
+    if (folder.empty()) folder = ".";
     if (kind == OutputKind::AppendedFile && fs::exists(p, ec)) {
       // Opened for appending and closed at once: the file is left as it was.
       std::FILE* f = std::fopen(path.c_str(), "a");

@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -40,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include <synattn/error.hpp>
+#include <synattn/io/output_path.hpp>
 
 namespace train_deprel {
 
@@ -180,7 +182,15 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
 
 // Appends one line to `path` (created if absent).
 inline void append_json_line(const std::string& path, const RunResult& r) {
-  std::ofstream out(path, std::ios::app);
+  // The output-path policy (io/output_path.hpp): '-' is standard output; a
+  // symlink is followed; a directory, socket or link to nothing is refused.
+  const synattn::OutputTarget target = synattn::resolve_output_path(path, "append_json_line");
+  if (target.kind == synattn::OutputKind::StandardOutput) {
+    std::cout << to_json(r).dump() << '\n' << std::flush;
+    if (!std::cout) throw synattn::RuntimeError("append_json_line: writing to standard output failed");
+    return;
+  }
+  std::ofstream out(target.path, std::ios::app);
   if (!out) throw synattn::RuntimeError("append_json_line: cannot open '" + path + "' for appending");
   out << to_json(r).dump() << '\n';
   if (!out) throw synattn::Error("append_json_line: writing '" + path + "' failed");
