@@ -235,6 +235,15 @@ TEST_CASE("replace_trees takes heads by sent_id and forms, and refuses every mis
     CHECK_THROWS_WITH(replace_trees(c, conllu(b), "corpus.conllu", "trees.conllu"),
                       Catch::Contains("has no tree in trees.conllu (it has no sent_id to match by)"));
   }
+  // Issue 44 §5: the made-up name "#1 (line 1)" of a sentence without a
+  // sent_id was matched by a tree file whose sent_id is that string.
+  SECTION("a tree file whose sent_id is a made-up name is not matched to a sentence without one") {
+    std::vector<TaggedSentence> c = corpus("1\tGo\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n");
+    REQUIRE(c[0].id == "#1 (line 1)");
+    CHECK_THROWS_WITH(replace_trees(c, conllu("# sent_id = #1 (line 1)\n1\tGo\t_\t_\t_\t_\t0\tdep\t_\t_\n\n"),
+                                    "corpus.conllu", "trees.conllu"),
+                      Catch::Contains("it has no sent_id to match by"));
+  }
 }
 
 TEST_CASE("replace_trees with a real treebank's own trees changes nothing", "[tree_source][align][treebank]") {

@@ -34,6 +34,8 @@ namespace synattn {
 
 struct TaggedSentence {
   std::string id;                   // "# sent_id", or "#K (line L)" without one
+  bool has_sent_id = false;         // id is a real sent_id (or a caller's own), not "#K (line L)": only
+                                    // a real one is matched to a tree file's sentence (data/tree_source.hpp)
   std::vector<std::string> forms;   // FORM of each word (lower-cased by default)
   std::vector<int> heads;           // 0-based, root = -1
   std::vector<std::string> labels;  // each word's label (TaggingOptions::labels)
@@ -130,6 +132,7 @@ inline TaggedSentence tagged_sentence(std::string id, std::vector<std::string> f
                   "') has an empty label");
   TaggedSentence t;
   t.tree = DependencyTree(heads, Structure::Tree, id);
+  t.has_sent_id = !id.empty();
   t.id = std::move(id);
   t.forms = std::move(forms);
   t.heads = std::move(heads);
@@ -146,6 +149,7 @@ inline TaggedSentence to_tagged_sentence(const ConlluSentence& s, const std::str
                                          const TaggingOptions& options = {}) {
   TaggedSentence t;
   t.id = s.label();
+  t.has_sent_id = !s.sent_id.empty();
   t.line = s.line;
   t.new_document = s.new_document;
   t.document_id = s.document_id;

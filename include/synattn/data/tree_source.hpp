@@ -85,11 +85,15 @@ inline std::vector<DependencyTree> match_trees(const char* fn, const std::vector
   std::vector<DependencyTree> matched(corpus.size());
   for (std::size_t k = 0; k < corpus.size(); ++k) {
     const TaggedSentence& s = corpus[k];
+    // A made-up name ("#K (line L)") is never matched: a tree file whose
+    // sent_id happened to be that string was given the sentence's tree.
+    if (!s.has_sent_id)
+      throw Error(std::string(fn) + ": " + corpus_file + ":" + std::to_string(s.line) + ": sentence " + s.id +
+                  " has no tree in " + trees_file + " (it has no sent_id to match by)");
     const auto it = by_id.find(s.id);
     if (it == by_id.end())
       throw Error(std::string(fn) + ": " + corpus_file + ":" + std::to_string(s.line) + ": sentence " + s.id +
-                  " has no tree in " + trees_file +
-                  (s.id.rfind('#', 0) == 0 ? " (it has no sent_id to match by)" : ""));
+                  " has no tree in " + trees_file);
     const ConlluSentence& t = *it->second;
     check_same_words(s, t, corpus_file, trees_file, forms);
     matched[k] = DependencyTree(t.heads(), Structure::Tree, trees_file + ": sentence " + t.sent_id);
