@@ -561,3 +561,30 @@ TEST_CASE("200 parser-like words with many root candidates decode to one root wo
     CHECK(differ <= 2);
   }
 }
+
+// Issue 44 §5: the reweighting subtracted scores near the double limit and
+// overflowed to -inf, so "no tree with a finite score exists" was reported
+// where a tree scoring 0 exists. Huge scores are now rescaled first.
+TEST_CASE("scores near the double limit decode to the best tree, not to 'no finite tree'", "[parse][errors]") {
+  ArborescenceWorkspace ws;
+  const int n = 3;
+  const Index ld = n + 1;
+  std::vector<double> s(static_cast<std::size_t>((n + 1) * ld), -1e308);
+  // The tree 0 -> 1 -> 2 -> 3 scores 0; every other arc -1e308 (the
+  // old decoder computed -1e308 - 1e308 = -inf and found no finite tree).
+  s[at(ld, 1, 0)] = 0;
+  s[at(ld, 2, 1)] = 0;
+  s[at(ld, 3, 2)] = 0;
+  std::vector<int> heads;
+  CHECK(max_spanning_tree<double>(s.data(), n, ld, heads, ws) == 0.0);
+  CHECK(heads == std::vector<int>{-1, 0, 1, 2});
+  // And a best tree of huge positive scores against huge negative ones.
+  for (double& x : s) x = -1.7e308;
+  s[at(ld, 1, 0)] = 5e307;
+  s[at(ld, 2, 0)] = 7e307;
+  s[at(ld, 2, 1)] = 8e307;
+  s[at(ld, 3, 1)] = 5e307;
+  s[at(ld, 3, 2)] = 6e307;
+  CHECK(max_spanning_tree<double>(s.data(), n, ld, heads, ws) == Approx(1.9e308));
+  CHECK(heads == std::vector<int>{-1, 0, 1, 2});
+}

@@ -47,6 +47,7 @@
 #ifndef SYNATTN_PARSE_ARBORESCENCE_HPP
 #define SYNATTN_PARSE_ARBORESCENCE_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -179,6 +180,29 @@ struct ArborescenceAccess {
                       "; expected a finite score or -infinity (a forbidden arc)");
       }
     }
+    rescale_huge(ws, n);
+  }
+
+  // The decoder subtracts each node's best incoming score from the others
+  // (and again for every contracted cycle): near the double limit (scores of
+  // +-1e308) that overflowed to -inf, and a tree scoring 0 was reported as
+  // "no tree with a finite score exists". Scores beyond 2^900 in magnitude
+  // are scaled down by a power of two (exact: the order of every sum is
+  // kept, up to the underflow of scores below 2^-1000 beside them), so no
+  // difference or sum of at most 2^100 of them can overflow. The returned
+  // score is summed from the caller's scores, not these.
+  static void rescale_huge(ArborescenceWorkspace& ws, int n) {
+    const std::size_t N = static_cast<std::size_t>(n) + 1;
+    double max_abs = 0;
+    for (std::size_t k = N; k < N * N; ++k) {
+      const double x = ws.weight_[k];
+      if (x > -std::numeric_limits<double>::infinity()) max_abs = std::max(max_abs, std::abs(x));
+    }
+    constexpr double kSafe = 0x1p900;
+    if (!(max_abs > kSafe)) return;
+    int exponent = 0;
+    (void)std::frexp(max_abs / kSafe, &exponent);
+    for (std::size_t k = N; k < N * N; ++k) ws.weight_[k] = std::ldexp(ws.weight_[k], -exponent);
   }
 
   // The words (original nodes 1..n) inside node `id` of the forest.
