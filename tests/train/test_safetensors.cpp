@@ -178,6 +178,11 @@ TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors
       {"metadata twice", file_of(R"({"__metadata__":{"k":"1"},"__metadata__":{"k":"2"}})", 0),
        "'__metadata__' appears twice"},
       {"entry an array", file_of(R"({"a":[1,2]})", 0), "tensor 'a': entry is a array, expected an object"},
+      // Issue 44 §5: a field twice inside an entry loaded silently, the last one winning.
+      {"a tensor's field twice", file_of(R"({"a":{"dtype":"F64","shape":[2],"shape":[1],"data_offsets":[0,8]}})", 8),
+       "tensor 'a': field 'shape' appears twice"},
+      {"a metadata field twice", file_of(R"({"__metadata__":{"step":"1","step":"2"}})", 0),
+       "__metadata__ 'step' appears twice"},
       {"an entry's fault before bad JSON", file_of(R"({"a":{"dtype":"F1"},"b":)", 0), "tensor 'a': missing"},
   };
   for (const Case& c : cases) {

@@ -49,6 +49,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -296,8 +297,17 @@ class HeaderSax {
     return dom_->end_array() && (depth_ > 1 || finish_entry());
   }
   bool key(json::string_t& name) {
+    if (depth_ == 2 && !fields_.insert(name).second) {
+      // A JSON object keeps the last of two equal keys: a tensor's second
+      // 'shape' or __metadata__'s second 'step' would win in silence.
+      problem = (name_ == "__metadata__" ? std::string("__metadata__ '") + name + "'"
+                                         : "tensor '" + name_ + "': field '" + name + "'") +
+                " appears twice in the header";
+      return false;
+    }
     if (depth_ > 1) return dom_->key(name);
     name_ = name;  // a new top-level entry
+    fields_.clear();
     entry_ = json();
     dom_.emplace(entry_, false);
     return true;
@@ -343,6 +353,7 @@ class HeaderSax {
   std::optional<nlohmann::detail::json_sax_dom_parser<json>> dom_;
   json entry_;
   std::string name_;
+  std::set<std::string> fields_;  // the current entry's keys
   int depth_ = 0;
 };
 
