@@ -32,6 +32,7 @@
 
 #include "../error.hpp"
 #include "../io/conllu.hpp"
+#include "../util/metadata_number.hpp"
 
 namespace synattn {
 namespace parse {
@@ -42,26 +43,27 @@ constexpr int kReservedWords = 3, kReservedChars = 5;
 
 namespace json_detail {
 
-// `v` as an integer of type T, or Error "WHAT is ..., expected an integer in
-// [min, max]": nlohmann's own get<T>() casts a fractional or huge number
-// (1e300 to int is undefined behaviour) and wraps an integer out of range,
-// which must not happen to what a model file says.
+// `v` as an integer of type T in [lo, hi] (default: T's range), or Error
+// "WHAT is 'V', expected an integer in [lo, hi]": nlohmann's own get<T>()
+// casts a fractional or huge number (1e300 to int is undefined behaviour)
+// and wraps an integer out of range, which must not happen to what a model
+// file says. The number is read as its text by the one metadata-number
+// helper (util/metadata_number.hpp), so the rule and the message are those
+// of every other number a file's metadata holds.
 template <class T>
-T checked_integer(const nlohmann::json& v, const std::string& what) {
+T checked_integer(const nlohmann::json& v, const std::string& what,
+                  long long lo = static_cast<long long>(std::numeric_limits<T>::min()),
+                  long long hi = static_cast<long long>(
+                      std::min<std::uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<long long>::max()))) {
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "an integer type");
-  constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<std::uint64_t>();
-    if (u <= max) return static_cast<T>(u);
-  } else if (v.is_number_integer()) {
-    const auto i = v.get<std::int64_t>();
-    if (i >= 0 ? static_cast<std::uint64_t>(i) <= max
-               : std::is_signed_v<T> && i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()))
-      return static_cast<T>(i);
-  }
-  throw Error(what + " is " + (v.is_number() ? v.dump() : std::string("a ") + v.type_name()) +
-              ", expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
-              std::to_string(std::numeric_limits<T>::max()) + "]");
+  long long out = 0;
+  if constexpr (std::is_same_v<T, std::uint64_t>)  // beyond long long: a seed, say (whole by its JSON type)
+    if (v.is_number_unsigned() && hi == std::numeric_limits<long long>::max() && lo <= 0 &&
+        v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+      return v.get<std::uint64_t>();
+  if ((v.is_number_integer() || v.is_number_unsigned()) && whole_number(v.dump(), lo, hi, out))
+    return static_cast<T>(out);
+  throw Error(integer_refusal(what, v.is_number() ? v.dump() : std::string("a ") + v.type_name(), lo, hi));
 }
 
 // An array of such integers.

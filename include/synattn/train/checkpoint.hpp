@@ -58,6 +58,7 @@
 #include "../error.hpp"
 #include "../io/safetensors.hpp"
 #include "../util/finite.hpp"
+#include "../util/metadata_number.hpp"
 #include "../util/parameters.hpp"
 #include "optimizer.hpp"
 
@@ -120,17 +121,10 @@ inline void start_metadata(const char* fn, const std::map<std::string, std::stri
 // the parameters were changed.
 inline long long parse_count(const std::string& path, const std::string& key, const std::string& text,
                              long long max = std::numeric_limits<long long>::max()) {
-  long long v = 0;
-  bool ok = !text.empty();
-  for (std::size_t i = 0; ok && i < text.size(); ++i) {
-    const int digit = text[i] - '0';
-    ok = text[i] >= '0' && text[i] <= '9' && v <= (max - digit) / 10;
-    if (ok) v = v * 10 + digit;
-  }
-  if (!ok)
-    throw ParseError(path, 0, "__metadata__ '" + key + "' is '" + text +
-                                  "', expected a non-negative integer of at most " + std::to_string(max));
-  return v;
+  // Digits only (the one metadata-number helper, util/metadata_number.hpp).
+  if (!text.empty() && text[0] == '-')
+    throw ParseError(path, 0, integer_refusal("__metadata__ '" + key + "'", text, 0, max));
+  return metadata_integer(path, key, text, 0, max);
 }
 
 inline std::string number_text(double v) {
