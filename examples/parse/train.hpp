@@ -6,17 +6,21 @@
 #ifndef SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
 #define SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
 
+#include <synattn/build_info.hpp>
 #include <synattn/io/conllu.hpp>
+#include <synattn/io/input_file.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/parser_model.hpp>
 #include <synattn/train/clipping.hpp>
 #include <synattn/train/optimizer.hpp>
 #include <synattn/train/schedules.hpp>
+#include <synattn/util/metadata_number.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -89,12 +93,38 @@ inline std::string exact_text(double v) {
   return b;
 }
 
+// A file's size and a checksum of its bytes (64-bit FNV-1a), as
+// "N bytes, checksum HEX": what a resumed run must have trained on.
+inline std::string file_fingerprint(const std::string& path) {
+  std::ifstream in = synattn::open_input_file(path);
+  std::uint64_t hash = 14695981039346656037ULL;
+  unsigned long long size = 0;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    const std::streamsize n = in.gcount();
+    for (std::streamsize i = 0; i < n; ++i) hash = (hash ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
+    size += static_cast<unsigned long long>(n);
+  }
+  if (in.bad()) throw synattn::ParseError(path, 0, "reading the file failed");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::to_string(size) + " bytes, checksum " + hex;
+}
+
+// The data files' part of a run's signature (run_signature's `data`).
+inline std::string data_signature(const TrainConfig& c) {
+  return "--train=" + file_fingerprint(c.train_path) + "\n--dev=" + file_fingerprint(c.dev_path) + "\n";
+}
+
 // The options a resumed run must share with the run it continues, as
 // "name=value" lines: the data order, dropout masks and schedule are
 // functions of them, so a resume with other values would silently be another
 // run. (--epochs and --patience may change: extending a run is resuming it.)
-inline std::string run_signature(const TrainConfig& c, const synattn::parse::ParserOptions& o) {
-  std::string s;
+// `data` (data_signature) covers the training and dev files' contents: the
+// same options on other data would be another run too.
+inline std::string run_signature(const TrainConfig& c, const synattn::parse::ParserOptions& o, const std::string& data) {
+  std::string s = data;
   const auto add = [&](const char* name, const std::string& value) { s += std::string(name) + "=" + value + "\n"; };
   add("--seed", std::to_string(c.seed));
   add("--batch-tokens", std::to_string(c.batch_tokens));
@@ -127,6 +157,7 @@ constexpr const char* kBestKey = "train.best_las";
 constexpr const char* kBestEpochKey = "train.best_epoch";
 constexpr const char* kSinceBestKey = "train.since_best";
 constexpr const char* kSignatureKey = "train.options";
+constexpr long long kMaxEpochs = 100000;  // --epochs' own bound (options.hpp)
 
 inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   using namespace synattn::parse;
@@ -136,6 +167,7 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   if (!cfg.checkpoint_path.empty()) check_writable(cfg.checkpoint_path, "--checkpoint");
   const std::vector<synattn::ConlluSentence> train = read_treebank(cfg.train_path, "training");
   const std::vector<synattn::ConlluSentence> dev = read_treebank(cfg.dev_path, "dev");
+  const std::string data = data_signature(cfg);
 
   std::optional<ParserModel> model;
   synattn::AdamOptions adam_options;
@@ -144,6 +176,7 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   adam_options.beta2 = cfg.beta2;
   synattn::Adam<float> adam(adam_options);
   int first_epoch = 0, best_epoch = 0, since_best = 0;
+  bool model_written = false;  // by this run
   double best_las = -1;
   long long step = 0;
   if (!cfg.resume_path.empty()) {
@@ -159,20 +192,52 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
     // The command line must describe the run being continued.
     synattn::parse::ParserOptions asked = cfg.model;
     asked.num_upos = cfg.tagger ? 1 : 0;
-    const std::string want = get(kSignatureKey), have = run_signature(cfg, asked);
+    const std::string want = get(kSignatureKey), have = run_signature(cfg, asked, data);
     if (want != have) {
+      // Compared by name: a line only one side has is named too.
+      const auto lines = [](const std::string& text) {
+        std::map<std::string, std::string> m;
+        std::istringstream in(text);
+        for (std::string x; std::getline(in, x);) m[x.substr(0, x.find('='))] = x.find('=') == std::string::npos ? "" : x.substr(x.find('=') + 1);
+        return m;
+      };
+      const auto was = lines(want), now = lines(have);
+      for (const char* flag : {"--train", "--dev"}) {
+        const auto a = was.find(flag), b = now.find(flag);
+        if (a == was.end() || a->second != b->second)
+          throw UsageError("--resume " + cfg.resume_path + ": " + flag + " " +
+                           (std::string(flag) == "--train" ? cfg.train_path : cfg.dev_path) +
+                           " is not the file the checkpoint's run trained on (it had " +
+                           (a == was.end() ? std::string("no record of its data") : a->second) + "; this file has " +
+                           b->second + "); resume with the data that started it");
+      }
       std::string differ;
-      std::istringstream a(want), b(have);
-      for (std::string x, y; std::getline(a, x) && std::getline(b, y);)
-        if (x != y) differ += (differ.empty() ? "" : ", ") + x.substr(0, x.find('=')) + " was " + x.substr(x.find('=') + 1) +
-                              ", now " + y.substr(y.find('=') + 1);
+      for (const auto& kv : now) {
+        const auto a = was.find(kv.first);
+        if (a == was.end() || a->second != kv.second)
+          differ += (differ.empty() ? "" : ", ") + kv.first + " was " + (a == was.end() ? std::string("unset") : a->second) +
+                    ", now " + kv.second;
+      }
       throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run had other options (" + differ +
                        "); resume with the command line that started it");
     }
-    first_epoch = std::stoi(get(kEpochKey));
-    best_las = std::stod(get(kBestKey));
-    best_epoch = std::stoi(get(kBestEpochKey));
-    since_best = std::stoi(get(kSinceBestKey));
+    // Whole numbers in range, named with the file (util/metadata_number.hpp):
+    // std::stoi read "-5x" as -5 and said only "stoi" for "abc", and a best
+    // LAS of "nan" trained on without ever saving the model.
+    first_epoch = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kEpochKey, get(kEpochKey), 0, kMaxEpochs));
+    best_las = synattn::metadata_real(cfg.resume_path, kBestKey, get(kBestKey), -1, 100);
+    best_epoch = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kBestEpochKey, get(kBestEpochKey), 0, first_epoch));
+    since_best = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kSinceBestKey, get(kSinceBestKey), 0, first_epoch));
+    // A finished run has nothing left to train: going on would exit 0 naming
+    // a --model file that this run never wrote.
+    if (first_epoch >= cfg.epochs)
+      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run already trained " +
+                       std::to_string(first_epoch) + " epochs (--epochs " + std::to_string(cfg.epochs) +
+                       "): nothing to train; pass a larger --epochs to extend it");
+    if (since_best >= cfg.patience)
+      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run stopped early (no better dev LAS for " +
+                       std::to_string(since_best) + " epochs, --patience " + std::to_string(cfg.patience) +
+                       "): nothing to train; pass a larger --patience to extend it");
     log << "resumed from " << cfg.resume_path << " after epoch " << first_epoch << " (step " << step << ", best dev LAS "
         << best_las << " at epoch " << best_epoch << ")\n";
   } else {
@@ -255,6 +320,7 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
         model->save_half(cfg.model_path, note);
       else
         model->save(cfg.model_path, nullptr, step, note);
+      model_written = true;
     } else {
       ++since_best;
     }
@@ -271,15 +337,25 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
       model->save(cfg.checkpoint_path, &adam, step,
                   {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, exact_text(best_las)},
                    {kBestEpochKey, std::to_string(best_epoch)}, {kSinceBestKey, std::to_string(since_best)},
-                   {kSignatureKey, run_signature(cfg, parser.options())}});
+                   {kSignatureKey, run_signature(cfg, parser.options(), data)}});
     if (since_best >= cfg.patience) {
       log << "no better dev LAS for " << cfg.patience << " epochs: stopping\n";
       break;
     }
   }
-  char done[200];
-  std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", best_las, best_epoch,
-                cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
+  // Only a file this run wrote is named as its model.
+  if (!model_written && cfg.resume_path.empty())
+    throw synattn::RuntimeError("parse train: no epoch gave a dev LAS to save (best " + exact_text(best_las) +
+                                "): --model " + cfg.model_path + " was not written");
+  char done[400];
+  if (model_written)
+    std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", best_las, best_epoch,
+                  cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
+  else
+    std::snprintf(done, sizeof done,
+                  "best dev LAS %.2f at epoch %d, saved by the run resumed; this run did not beat it and did not write "
+                  "--model %s; %s in all\n",
+                  best_las, best_epoch, cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
   log << done;
   return 0;
 }
