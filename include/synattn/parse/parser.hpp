@@ -90,8 +90,13 @@ struct ParserOptions {
   double mlp_dropout = 0.33;
   double upos_weight = 1.0;
 
-  int max_length = 512;
+  int max_length = 512;  // positional rows precomputed, at most kMaxPrecomputedPositions (longer still works)
   std::uint64_t seed = 1;
+
+  // The most rows max_length may precompute: no tensor of a model file
+  // constrains it, so a file saying 2^31 - 1 would otherwise allocate
+  // d_model * 2^31 values before its tensors were read.
+  static constexpr int kMaxPrecomputedPositions = 1 << 16;
 
   void validate() const {
     const auto positive = [](const char* what, int v) {
@@ -111,6 +116,17 @@ struct ParserOptions {
     positive("layers", layers);
     positive("arc_dim", arc_dim);
     positive("label_dim", label_dim);
+    positive("d_ff", d_ff);
+    if (use_chars) {
+      positive("char_dim", char_dim);
+      positive("char_filters", char_filters);
+      positive("char_width", char_width);
+    }
+    if (max_length < 0 || max_length > kMaxPrecomputedPositions)
+      throw Error("ParserOptions: max_length must lie in [0, " + std::to_string(kMaxPrecomputedPositions) + "], got " +
+                  std::to_string(max_length));
+    if (!std::isfinite(leaky_slope) || leaky_slope < 0 || leaky_slope > 1)
+      throw Error("ParserOptions: leaky_slope must be finite and in [0, 1], got " + std::to_string(leaky_slope));
     if (d_model % heads != 0)
       throw Error("ParserOptions: d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" +
                   std::to_string(heads) + ")");
@@ -499,7 +515,20 @@ void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>
       c.label_head_rows.push_back((r / m) * m + out.heads[r]);
     }
   label_forward(c, false);
+  // The library's non-finite policy (docs/errors.md) at every choice: the
+  // arcs' decoder refuses non-finite scores, and so do the relations and
+  // tags here. Finite but huge weights overflow the logits to inf or NaN,
+  // and an argmax over them silently chose relation 0 for every word.
+  const auto refuse_non_finite = [&](const Matrix& logits, Index row, Index position, const char* what) {
+    for (Index k = 0; k < logits.cols(); ++k)
+      if (!std::isfinite(logits(row, k)))
+        throw Error("BiaffineParser::parse: the " + std::string(what) + " score " + std::to_string(k) + " of word " +
+                    std::to_string(position % m) + " (sentence " + std::to_string(position / m) + " of the batch) is " +
+                    std::to_string(logits(row, k)) + ", not finite: the model's weights overflow");
+  };
   for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
+    if (!c.label_logits.row(static_cast<Index>(t)).allFinite())
+      refuse_non_finite(c.label_logits, static_cast<Index>(t), c.label_dep_rows[t], "relation");
     Index best = 0;
     c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
     out.labels[c.label_dep_rows[t]] = static_cast<std::int32_t>(best);
@@ -507,6 +536,7 @@ void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>
   if (s_.options.num_upos > 0)
     for (Index r = 0; r < R; ++r)
       if (out.heads[r] >= 0) {
+        if (!c.upos_logits.row(r).allFinite()) refuse_non_finite(c.upos_logits, r, r, "tag");
         Index best = 0;
         c.upos_logits.row(r).maxCoeff(&best);
         out.upos[r] = static_cast<std::int32_t>(best);
