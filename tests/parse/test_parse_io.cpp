@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -712,4 +713,14 @@ TEST_CASE("gold against itself on EWT dev scores 100/100, through the document t
              Catch::EndsWith("| all | " + std::to_string(gold.size()) + " | " +
                              std::to_string(words) + " | 100.00 | 100.00 |\n"));
   CHECK(synattn::parse::evaluate(doc.gold_sentences(), gold).labeled_correct == words);
+}
+
+// Issue 44 §5: a last bound of SIZE_MAX wrapped the longer sentences' bucket
+// to "0+", which then held every sentence of no other bucket.
+TEST_CASE("LengthBreakdown refuses a bound that leaves no room for the last bucket", "[parse][metrics][errors]") {
+  CHECK_THROWS_WITH(LengthBreakdown(std::vector<std::size_t>{SIZE_MAX}),
+                    Catch::Contains("LengthBreakdown: upper bound") && Catch::Contains("no room"));
+  CHECK_THROWS_AS(LengthBreakdown(std::vector<std::size_t>{10, SIZE_MAX}), synattn::Error);
+  const LengthBreakdown ok(std::vector<std::size_t>{SIZE_MAX - 1});
+  CHECK(ok.buckets.back().min_words == SIZE_MAX);
 }

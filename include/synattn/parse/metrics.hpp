@@ -25,6 +25,7 @@
 #include <ios>
 #include <locale>
 #include <sstream>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,12 @@ struct LengthBreakdown {
       if (bound < min)
         throw Error("LengthBreakdown: upper bounds must increase from 1; " +
                     std::to_string(bound) + " follows " + std::to_string(min - 1));
+      // The bucket after the last bound starts at bound + 1: SIZE_MAX would
+      // wrap it to "0+".
+      if (bound == std::numeric_limits<std::size_t>::max())
+        throw Error("LengthBreakdown: upper bound " + std::to_string(bound) +
+                    " leaves no room for the longer sentences' bucket (at most " +
+                    std::to_string(std::numeric_limits<std::size_t>::max() - 1) + ")");
       buckets.push_back(LengthBucket{min, bound, 0, {}});
       min = bound + 1;
     }
