@@ -70,12 +70,15 @@ TEST_CASE("ParameterStore: bind, views through the binding, copies own their sto
   CHECK(values(2) == 9);
   s.value(b)(0, 1) = -2;
   CHECK(copy.value(b)(0, 1) == 9);
-  // copy assignment onto a bound store unbinds it
+  // copy assignment onto a bound store writes through its binding and keeps
+  // it (it used to unbind in silence: issue 44 §5)
   ParameterStore<double> other = s;
-  other.bind({values.data(), values.data() + 16}, {grads.data(), grads.data() + 16});
+  VectorD other_values = VectorD::Zero(20), other_grads = VectorD::Zero(20);
+  other.bind({other_values.data(), other_values.data() + 16}, {other_grads.data(), other_grads.data() + 16});
   other = copy;
-  CHECK(!other.bound());
+  CHECK(other.bound());
   CHECK(other.value(b)(0, 0) == -1);
+  CHECK(other_values(16) == -1);
 
   // zero_grad zeroes the bound slices only
   grads.setConstant(3);
@@ -293,4 +296,26 @@ TEST_CASE("nn::BoundModel binds the parts into one buffer; copies own theirs, mo
   CHECK(copy.first.weight()(0, 0) == 5);
   copy = a;  // a self-copy through another name is a copy of a
   CHECK(parts_in_root(copy));
+}
+
+// Issue 44 §5: assigning a new Linear to a sub-layer bound to its model's
+// flat buffer detached it in silence: the layer read its own new buffer and
+// the optimiser trained the model's, which the layer no longer read.
+TEST_CASE("assigning a layer to a bound part writes into the model's buffer, or is refused: never a silent detach",
+          "[parameters][binding]") {
+  nn::BoundModel<TwoLinears> m(4);
+  nn::Linear<double> same(4, 3, RandomStream(9));
+  same.weight()(1, 2) = 42;
+  m.first = same;  // copy: the values land in the root
+  CHECK(parts_in_root(m));
+  CHECK(m.root.value(m.root.id("first.weight"))(1, 2) == 42);
+  m.first.weight()(0, 0) = 7;
+  CHECK(m.root.value(m.root.id("first.weight"))(0, 0) == 7);
+  m.first = nn::Linear<double>(4, 3, RandomStream(10));  // move: the same
+  CHECK(parts_in_root(m));
+  const VectorD before = m.root.values();
+  CHECK_THROWS_WITH(m.first = nn::Linear<double>(5, 3, RandomStream(11)),
+                    Catch::Contains("bound to a model's flat buffer") && Catch::Contains("detach"));
+  CHECK(parts_in_root(m));
+  CHECK((m.root.values().array() == before.array()).all());
 }

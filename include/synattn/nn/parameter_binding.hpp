@@ -105,6 +105,7 @@ class BoundModel : public State {
   BoundModel& operator=(const BoundModel& other) {
     if (this != &other) {
       other.require(State::kCopyName);
+      unbind_parts();  // the parts take the other's layout (ParameterStore's bound assignment would refuse it)
       State::operator=(other);
       moved_from_ = false;
       rebind();
@@ -113,6 +114,7 @@ class BoundModel : public State {
   }
   BoundModel& operator=(BoundModel&& other) {
     if (this != &other) {
+      unbind_parts();
       State::operator=(static_cast<State&&>(other));
       moved_from_ = other.moved_from_;
       rebind();
@@ -132,6 +134,9 @@ class BoundModel : public State {
   // The parts of a copy are unbound copies, those of a move still point at
   // the buffers they were bound to: either way they bind to this root.
   void rebind() { rebind_parameters(this->root, visitor()); }
+  void unbind_parts() {
+    visitor()([](const std::string&, auto& store, const std::string&) { store.unbind(); });
+  }
 
   bool moved_from_ = false;
 };

@@ -93,15 +93,34 @@ class ParameterStore {
       gradient(i) = other.gradient(i);
     }
   }
+  // Assigning to a store bound to a model's buffer (a sub-layer of a model:
+  // model.part = nn::Linear<float>(...)) writes the values and gradients
+  // into that buffer, so the model and its optimiser keep training what the
+  // layer reads; a store of another layout is refused (Error), since taking
+  // its buffers would silently detach the layer from the model's (the
+  // optimiser then trained a buffer the layer no longer read). A model's own
+  // assignment unbinds its parts first (nn::BoundModel), so it is not this.
   ParameterStore& operator=(const ParameterStore& other) {
     if (this != &other) {
-      ParameterStore copy(other);
-      *this = std::move(copy);
+      if (bound()) {
+        assign_bound(other);
+      } else {
+        ParameterStore copy(other);
+        take(std::move(copy));
+      }
     }
     return *this;
   }
   ParameterStore(ParameterStore&&) noexcept = default;
-  ParameterStore& operator=(ParameterStore&&) noexcept = default;
+  ParameterStore& operator=(ParameterStore&& other) {
+    if (this != &other) {
+      if (bound())
+        assign_bound(other);
+      else
+        take(std::move(other));
+    }
+    return *this;
+  }
 
   // Registers a zero-initialised rows x cols parameter and returns its id.
   int add(std::string name, Index rows, Index cols, bool trainable = true) {
@@ -223,7 +242,7 @@ class ParameterStore {
 
   // Back to own buffers, holding the current values and gradients.
   void unbind() {
-    if (bound()) *this = ParameterStore(*this);
+    if (bound()) take(ParameterStore(*this));
   }
 
   bool bound() const noexcept { return !value_ptr_.empty(); }
@@ -269,6 +288,37 @@ class ParameterStore {
   static MatrixMap map(Scalar* base, const ParameterInfo& p) { return MatrixMap(base + p.offset, p.rows, p.cols); }
   static ConstMatrixMap cmap(const Scalar* base, const ParameterInfo& p) {
     return ConstMatrixMap(base + p.offset, p.rows, p.cols);
+  }
+
+  // Member-wise move: what the default move assignment did.
+  void take(ParameterStore&& o) noexcept {
+    values_ = std::move(o.values_);
+    gradients_ = std::move(o.gradients_);
+    infos_ = std::move(o.infos_);
+    adjacent_ = std::move(o.adjacent_);
+    value_ptr_ = std::move(o.value_ptr_);
+    gradient_ptr_ = std::move(o.gradient_ptr_);
+  }
+  void assign_bound(const ParameterStore& other) {
+    bool same = other.count() == count();
+    for (int i = 0; same && i < count(); ++i)
+      same = other.info(i).name == info(i).name && other.info(i).rows == info(i).rows &&
+             other.info(i).cols == info(i).cols;
+    if (!same)
+      throw Error(std::string("ParameterStore: cannot assign parameters of another layout (") +
+                  (other.count() > 0 ? "'" + other.info(0).name + "' " + std::to_string(other.info(0).rows) + "x" +
+                                           std::to_string(other.info(0).cols) + ", ..."
+                                     : std::string("none")) +
+                  ") to a layer bound to a model's flat buffer (" +
+                  (count() > 0 ? "'" + info(0).name + "' " + std::to_string(info(0).rows) + "x" +
+                                     std::to_string(info(0).cols) + ", ..."
+                               : std::string("none")) +
+                  "): the layer would detach from the buffer the model's optimiser trains; build the model with "
+                  "the options the new layer needs");
+    for (int i = 0; i < count(); ++i) {
+      value(i) = other.value(i);
+      gradient(i) = other.gradient(i);
+    }
   }
 
   const ParameterStore& require_unbound(const char* what) const {
