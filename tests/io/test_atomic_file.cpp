@@ -717,7 +717,13 @@ TEST_CASE("'-' and /dev/stdout write to standard output where it is, never renam
   const std::string out = dir.file("stdout.txt");
   std::cout.flush();  // the child flushes stdout first: nothing of ours may be pending
   std::fflush(stdout);
-  for (const std::string name : {"-", "/dev/stdout"}) {
+  // Not /dev/stdout itself: run as root against a writer that renames, this
+  // very test replaced the machine's /dev/stdout with a regular file. A link
+  // of our own leads where it leads (/proc/self/fd/1), and a writer that
+  // renames over /proc/self/fd/1 fails there (proc takes no new files).
+  const std::string link = dir.file("stdout-link");
+  REQUIRE(::symlink("/proc/self/fd/1", link.c_str()) == 0);
+  for (const std::string name : {std::string("-"), std::string("/proc/self/fd/1"), link}) {
     plant(out, "");
     const int fd = ::open(out.c_str(), O_WRONLY);
     REQUIRE(fd >= 0);
@@ -734,6 +740,9 @@ TEST_CASE("'-' and /dev/stdout write to standard output where it is, never renam
     INFO(name << ": child exit " << got.exit_code << ", message: " << got.message);
     CHECK(got.exit_code == kChildNoException);
     CHECK(read_bytes(out) == "to stdout");  // the same file the descriptor holds, not a new one
-    CHECK(listing(dir.path()) == std::set<std::string>{"stdout.txt"});
+    CHECK(listing(dir.path()) == std::set<std::string>{"stdout-link", "stdout.txt"});
   }
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
 }
