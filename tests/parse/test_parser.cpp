@@ -20,13 +20,18 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "../../examples/parse/train.hpp"
 #include "support/gradcheck.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_data.hpp"
 
 using namespace synattn;
 using namespace synattn::parse;
@@ -620,4 +625,201 @@ TEST_CASE("BiaffineParser: backward refuses another parser's cache and a used on
                     Contains("BiaffineParser::forward: parameter arc.weight(0, 1) = nan is not finite"));
   CHECK_THROWS_WITH(parser.backward(cache), Contains("holds no forward pass"));
   CHECK(parser.gradients().isZero(0));
+}
+
+// Issue 44 §3: a model file whose metadata alone was edited built the parser
+// from it first and failed with a bare std::bad_alloc (layers = 10^6 built
+// layer after layer until memory ran out). Now every option is checked
+// against the file's tensors, and max_length against an explicit bound,
+// before anything is allocated; the error names the file and the option.
+TEST_CASE("ParserModel::load checks every option against the file's tensors before building anything",
+          "[parse][io][errors]") {
+  synattn_test::TempDir dir;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserModel model(tiny_options(v), v);
+  const std::string path = dir.file("edited.safetensors");
+  const auto edited = [&](const char* key, long long value) {
+    nlohmann::json j = nlohmann::json::parse(options_to_json(model.options()));
+    j[key] = value;
+    auto extra = model.metadata();
+    extra["parser.options"] = j.dump();
+    save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0, extra);
+  };
+  struct Case {
+    const char* key;
+    long long value;
+  };
+  for (const Case c : {Case{"d_ff", 2000000000}, Case{"label_dim", 100000}, Case{"max_length", 2147483647},
+                       Case{"word_dim", 1 << 30}, Case{"arc_dim", 1 << 30}, Case{"num_upos", 100000},
+                       Case{"char_filters", 1 << 30}, Case{"char_width", 1 << 20}, Case{"d_model", 1 << 20},
+                       Case{"heads", 8}}) {
+    INFO(c.key << " = " << c.value);
+    edited(c.key, c.value);
+    try {
+      (void)ParserModel::load(path);
+      FAIL("loaded");
+    } catch (const ParseError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(path));
+      CHECK_THAT(e.what(), Catch::Contains(c.key));
+    } catch (const std::exception& e) {
+      FAIL("not a ParseError naming the file: " << e.what());
+    }
+  }
+}
+
+TEST_CASE("ParserModel::load refuses a layer count the file's tensors do not hold, without building it",
+          "[parse][io][errors]") {
+  synattn_test::TempDir dir;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  ParserModel model(tiny_options(v), v);
+  const std::string path = dir.file("layers.safetensors");
+  nlohmann::json j = nlohmann::json::parse(options_to_json(model.options()));
+  j["layers"] = 1000000;
+  auto extra = model.metadata();
+  extra["parser.options"] = j.dump();
+  save_checkpoint<float>(path, model.parser().parameter_store(), nullptr, 0, extra);
+  CHECK_THROWS_WITH(ParserModel::load(path), Catch::Contains(path) && Catch::Contains("'layers' = 1000000") &&
+                                                 Catch::Contains("holds 1 encoder layers"));
+}
+
+// Issue 44 §4: finite but huge label weights (3e38) overflowed the label
+// logits to inf and NaN, and the argmax silently chose relation 0 for every
+// word; the arc path already refused non-finite scores. Now every choice
+// (arcs, relations, tags) refuses non-finite scores, naming the word.
+TEST_CASE("BiaffineParser::parse refuses non-finite relation and tag scores instead of choosing one",
+          "[parse][errors]") {
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  for (const char* part : {"label.weight", "upos.weight"}) {
+    INFO(part);
+    ParserModel model(tiny_options(v), v);
+    auto& store = model.parser().parameter_store();
+    for (int i = 0; i < store.count(); ++i)
+      if (store.info(i).name == part) {
+        auto w = store.value(i);
+        for (Index k = 0; k < w.size(); ++k) w.data()[k] = (k % 2 ? -3e38f : 3e38f);
+      }
+    // The MLPs' outputs must not be zero for the overflow to show: give
+    // every weight a sizeable value.
+    for (int i = 0; i < store.count(); ++i)
+      if (starts_with(store.info(i).name, "label_dep.") || starts_with(store.info(i).name, "label_head.") ||
+          store.info(i).name == "upos.bias") {
+        auto w = store.value(i);
+        for (Index k = 0; k < w.size(); ++k) w.data()[k] = 1.0f;
+      }
+    CHECK_THROWS_WITH(model.parse({{"the", "cat", "sees", "a", "dog"}}),
+                      Catch::Contains("BiaffineParser::parse") && Catch::Contains("not finite") &&
+                          Catch::Contains("word"));
+  }
+}
+
+// Issue 44 §2: `parse train --resume` trusted its checkpoint's training
+// state. std::stoi/std::stod read it: "abc" or 99999999999 gave only "stoi",
+// "-5x" was read as -5, and "nan" trained on and exited 0 naming a model it
+// never wrote; a finished run resumed with a new --model did the same; and
+// another --train file was accepted (the run's signature left the data out).
+namespace {
+
+parse_cli::TrainConfig tiny_train_config(synattn_test::TempDir& dir) {
+  parse_cli::TrainConfig c;
+  c.train_path = c.dev_path = synattn_test::source_path("examples/data/en_ewt-dev-sample.conllu");
+  c.model_path = dir.file("m.safetensors");
+  c.checkpoint_path = dir.file("c.ckpt");
+  c.epochs = 1;
+  c.batch_tokens = 500;
+  c.model.d_model = 16;
+  c.model.heads = 2;
+  c.model.layers = 1;
+  c.model.d_ff = 32;
+  c.model.word_dim = 8;
+  c.model.char_filters = 8;
+  c.model.arc_dim = 16;
+  c.model.label_dim = 8;
+  return c;
+}
+
+// The checkpoint at `path` with metadata `key` set to `value`.
+void edit_metadata(const std::string& path, const std::string& key, const std::string& value) {
+  SafetensorsFile f = load_safetensors(path);
+  f.metadata[key] = value;
+  save_safetensors(path, f);
+}
+
+}  // namespace
+
+TEST_CASE("parse train --resume reads its training state whole and in range, naming the file and field",
+          "[parse][resume][errors]") {
+  synattn_test::TempDir dir;
+  parse_cli::TrainConfig first = tiny_train_config(dir);
+  std::ostringstream log;
+  REQUIRE(parse_cli::run_train(first, log) == 0);
+  const std::string saved = dir.file("saved.ckpt");
+  std::filesystem::copy_file(first.checkpoint_path, saved);
+  parse_cli::TrainConfig again = first;
+  again.resume_path = first.checkpoint_path;
+  again.epochs = 3;
+  again.model_path = dir.file("new-model.safetensors");
+  struct Case {
+    const char* key;
+    const char* value;
+  };
+  for (const Case c : {Case{"train.epoch", "abc"}, Case{"train.epoch", "99999999999"}, Case{"train.epoch", "1x"},
+                       Case{"train.since_best", "-5x"}, Case{"train.since_best", "-5"}, Case{"train.best_las", "nan"},
+                       Case{"train.best_las", "1e400"}, Case{"train.best_epoch", "7"}}) {
+    INFO(c.key << " = " << c.value);
+    std::filesystem::copy_file(saved, again.resume_path, std::filesystem::copy_options::overwrite_existing);
+    edit_metadata(again.resume_path, c.key, c.value);
+    try {
+      parse_cli::run_train(again, log);
+      FAIL("resumed");
+    } catch (const synattn::ParseError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(again.resume_path) && Catch::Contains(c.key) &&
+                               Catch::Contains(std::string("'") + c.value + "'"));
+    } catch (const std::exception& e) {
+      FAIL("not a ParseError naming the file and field: " << e.what());
+    }
+    CHECK_FALSE(std::filesystem::exists(again.model_path));
+  }
+}
+
+TEST_CASE("parse train --resume refuses a finished run and other data, and never names a model it did not write",
+          "[parse][resume][errors]") {
+  synattn_test::TempDir dir;
+  parse_cli::TrainConfig first = tiny_train_config(dir);
+  std::ostringstream log;
+  REQUIRE(parse_cli::run_train(first, log) == 0);
+  parse_cli::TrainConfig again = first;
+  again.resume_path = first.checkpoint_path;
+  again.checkpoint_path = dir.file("c2.ckpt");
+  again.model_path = dir.file("new-model.safetensors");
+  SECTION("a finished run (--epochs reached) with a new --model") {
+    CHECK_THROWS_WITH(parse_cli::run_train(again, log), Catch::Contains(again.resume_path) &&
+                                                           Catch::Contains("nothing to train"));
+    CHECK_FALSE(std::filesystem::exists(again.model_path));
+  }
+  SECTION("another --train file, same size, one byte changed") {
+    std::ifstream in(first.train_path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t at = bytes.find("\t_\t");
+    REQUIRE(at != std::string::npos);
+    bytes[at + 1] = '-';
+    again.train_path = dir.file("other-train.conllu");
+    std::ofstream(again.train_path, std::ios::binary) << bytes;
+    again.epochs = 2;
+    CHECK_THROWS_WITH(parse_cli::run_train(again, log),
+                      Catch::Contains("--train " + again.train_path) && Catch::Contains("not the file"));
+    CHECK_FALSE(std::filesystem::exists(again.model_path));
+  }
+  SECTION("a resumed run that does not beat the best says it wrote no model") {
+    // The best LAS set to 100: no epoch can beat it.
+    edit_metadata(again.resume_path, "train.best_las", "100");
+    again.epochs = 2;
+    std::ostringstream resumed;
+    REQUIRE(parse_cli::run_train(again, resumed) == 0);
+    CHECK_FALSE(std::filesystem::exists(again.model_path));
+    CHECK_THAT(resumed.str(), Catch::Contains("did not write --model " + again.model_path));
+    CHECK_THAT(resumed.str(), !Catch::Contains("; model " + again.model_path));
+  }
 }

@@ -32,6 +32,9 @@
 #include "../io/safetensors.hpp"
 #include "../train/checkpoint.hpp"
 #include "../tree/dependency_tree.hpp"
+#include "../util/checked_size.hpp"
+#include "../util/metadata_number.hpp"
+#include "../util/model_paths.hpp"
 #include "parser.hpp"
 #include "parser_batch.hpp"
 #include "parser_vocabulary.hpp"
@@ -115,6 +118,97 @@ inline ParserOptions options_from_json(const std::string& text) {
   return o;
 }
 
+// Checks a model file's options against the tensors it holds, before any
+// layer is built from them (issue 44 §3: a file whose metadata alone said
+// layers = 10^6 or d_ff = 2 * 10^9 built the parser first, layer after
+// layer, and failed with a bare std::bad_alloc). Every size option is read
+// off a tensor: the vocabulary sizes, word_dim, char_dim, char_filters,
+// char_width, d_model, d_ff, arc_dim, label_dim and num_upos from the shapes
+// of the tensors they size, layers from the number of encoder layers the
+// file holds (each with its projections and feed-forward weights); heads
+// must divide d_model (validate), and max_length, which no tensor
+// constrains, is held to kMaxPrecomputedPositions there. So what loading
+// allocates is bounded by the file's own size. ParseError "FILE:
+// parser.options 'OPTION' = V does not fit tensor 'NAME' ...".
+inline void check_options_fit_tensors(const std::string& path, const ParserOptions& o, const SafetensorsFile& file) {
+  // `options`: the options that size the tensor, as "'d_ff' = 24, 'd_model' = 16".
+  const auto fits = [&](const std::string& name, const std::string& options, long long rows, long long cols) {
+    const auto it = file.tensors.find(name);
+    ParameterInfo p;
+    p.rows = static_cast<Index>(rows);
+    p.cols = static_cast<Index>(cols);
+    if (it != file.tensors.end() && rows >= 1 && cols >= 1 && checkpoint_detail::shape_accepted(p, it->second.shape))
+      return;
+    throw ParseError(
+        path, 0,
+        "parser.options " + options +
+            (it == file.tensors.end() ? " do not fit the file: it has no tensor '" + name + "'"
+                                      : " do not fit tensor '" + name + "' of shape " + shape_text(it->second.shape) +
+                                            ", expected " + shape_text(p.rows, p.cols)));
+  };
+  const auto opt = [](const char* option, long long value) {
+    return std::string("'") + option + "' = " + std::to_string(value);
+  };
+  const long long d = o.d_model;
+  fits("words.weight", opt("num_words", o.num_words) + ", " + opt("word_dim", o.word_dim), o.num_words, o.word_dim);
+  bool has_chars = false;
+  for (const auto& kv : file.tensors) has_chars = has_chars || starts_with(kv.first, "chars.");
+  if (has_chars != o.use_chars)
+    throw ParseError(path, 0,
+                     std::string("parser.options 'use_chars' = ") + (o.use_chars ? "true" : "false") +
+                         " does not fit the file: it " + (has_chars ? "holds" : "has no") + " chars.* tensors");
+  if (o.use_chars) {
+    fits("chars.embedding.weight", opt("num_chars", o.num_chars) + ", " + opt("char_dim", o.char_dim), o.num_chars,
+         o.char_dim);
+    long long taps = 0;
+    if (!checked_multiply<long long>(o.char_dim, o.char_width, taps, std::numeric_limits<int>::max())) taps = -1;
+    fits("chars.conv.weight",
+         opt("char_filters", o.char_filters) + ", " + opt("char_dim", o.char_dim) + ", " +
+             opt("char_width", o.char_width),
+         o.char_filters, taps);
+  }
+  fits("projection.weight",
+       opt("d_model", d) + ", " + opt("word_dim", o.word_dim) + ", " + opt("char_filters", o.char_filters), d,
+       o.input_dim());
+  // The encoder layers the file holds: encoder.layers.K.* for K in [0, count).
+  long long count = 0;
+  for (const auto& kv : file.tensors) {
+    constexpr const char* prefix = "encoder.layers.";
+    if (!starts_with(kv.first, prefix)) continue;
+    long long k = 0;
+    const std::string rest = kv.first.substr(std::string(prefix).size());
+    if (whole_number(rest.substr(0, rest.find('.')), 0, std::numeric_limits<int>::max() - 1, k))
+      count = std::max(count, k + 1);
+  }
+  if (o.layers != count)
+    throw ParseError(path, 0,
+                     "parser.options 'layers' = " + std::to_string(o.layers) + " does not fit the file: it holds " +
+                         std::to_string(count) + " encoder layers (encoder.layers.*)");
+  for (long long k = 0; k < count; ++k) {
+    const std::string layer = "encoder.layers." + std::to_string(k) + ".";
+    fits(layer + "attention.Wq", opt("d_model", d), d, d);
+    fits(layer + "ffn.linear1.weight", opt("d_ff", o.d_ff) + ", " + opt("d_model", d), o.d_ff, d);
+    // A per-head bias table has one row per head.
+    const auto table = file.tensors.find(layer + "attention.table");
+    if (o.bias_per_head && table != file.tensors.end() && table->second.shape.size() == 2)
+      fits(layer + "attention.table", opt("heads", o.heads), o.heads, static_cast<long long>(table->second.shape[1]));
+  }
+  fits("arc_dep.weight", opt("arc_dim", o.arc_dim) + ", " + opt("d_model", d), o.arc_dim, d);
+  fits("label_dep.weight", opt("label_dim", o.label_dim) + ", " + opt("d_model", d), o.label_dim, d);
+  long long label_cols = 0;
+  if (!checked_multiply<long long>(o.num_labels, static_cast<long long>(o.label_dim) + 1, label_cols,
+                                   std::numeric_limits<int>::max()))
+    label_cols = -1;
+  fits("label.weight", opt("num_labels", o.num_labels) + ", " + opt("label_dim", o.label_dim),
+       static_cast<long long>(o.label_dim) + 1, label_cols);
+  if (o.num_upos > 0) {
+    fits("upos.weight", opt("num_upos", o.num_upos) + ", " + opt("d_model", d), o.num_upos, d);
+  } else if (file.tensors.count("upos.weight")) {
+    throw ParseError(path, 0,
+                     "parser.options 'num_upos' = 0 does not fit the file: it holds a tagging head (upos.weight)");
+  }
+}
+
 // One parsed sentence: heads[i] is word i+1's head (1-based, 0 = the root),
 // as in CoNLL-U's HEAD column; deprels and upos its relation and tag.
 struct ParsedSentence {
@@ -128,15 +222,14 @@ struct ParsedSentence {
   }
 };
 
-// Where the shipped English model is: $SYNATTN_PARSER_MODEL when set, else
-// the path the build compiled in (SYNATTN_DEFAULT_PARSER_MODEL), else
-// "models/en_ewt.parser.safetensors" relative to the working directory.
+// Where the shipped English parser is (util/model_paths.hpp):
+// $SYNATTN_PARSER_MODEL, SYNATTN_DEFAULT_PARSER_MODEL, the package's models
+// folder, or models/en_ewt.parser.safetensors.
 inline std::string default_model_path() {
-  if (const char* env = std::getenv("SYNATTN_PARSER_MODEL"); env && *env) return env;
 #if defined(SYNATTN_DEFAULT_PARSER_MODEL)
-  return SYNATTN_DEFAULT_PARSER_MODEL;
+  return shipped_model_path("SYNATTN_PARSER_MODEL", SYNATTN_DEFAULT_PARSER_MODEL, "en_ewt.parser.safetensors");
 #else
-  return "models/en_ewt.parser.safetensors";
+  return shipped_model_path("SYNATTN_PARSER_MODEL", nullptr, "en_ewt.parser.safetensors");
 #endif
 }
 
@@ -178,7 +271,12 @@ class ParserModel {
   // loads its weights (and the optimiser's state when `optimizer` is given).
   static ParserModel load(const std::string& path, Optimizer<float>* optimizer = nullptr,
                           CheckpointInfo* info = nullptr) {
-    const SafetensorsFile file = load_safetensors(path);
+    return load(load_safetensors(path), path, optimizer, info);
+  }
+
+  // The same from a parsed file; `path` names it in errors ("PATH: reason").
+  static ParserModel load(const SafetensorsFile& file, const std::string& path, Optimizer<float>* optimizer = nullptr,
+                          CheckpointInfo* info = nullptr) {
     const auto meta = [&](const std::string& key) -> const std::string& {
       const auto it = file.metadata.find(key);
       if (it == file.metadata.end())
@@ -198,6 +296,7 @@ class ParserModel {
     } catch (const Error& e) {
       throw ParseError(path, 0, e.what());
     }
+    check_options_fit_tensors(path, options, file);  // before anything is built from them
     ParserModel model(options, std::move(vocabulary));
     // F16 weights (save_half) are widened; any F64 tensor is refused as usual,
     // so conversion is allowed only for a file of F16 and F32 tensors alone.
@@ -205,7 +304,8 @@ class ParserModel {
     load_options.convert_dtype = std::all_of(file.tensors.begin(), file.tensors.end(), [](const auto& kv) {
       return kv.second.dtype == SafetensorsDType::F16 || kv.second.dtype == SafetensorsDType::F32;
     });
-    const CheckpointInfo got = load_checkpoint<float>(path, model.parser_.parameter_store(), optimizer, load_options);
+    const CheckpointInfo got =
+        load_checkpoint<float>(file, path, model.parser_.parameter_store(), optimizer, load_options);
     if (info) *info = got;
     return model;
   }
