@@ -15,6 +15,10 @@ if(SYNATTN_WITH_CHECKPOINT)
   install(EXPORT synattnCheckpointTargets
     NAMESPACE synattn::
     DESTINATION "${SYNATTN_CMAKE_DIR}")
+  # The shipped English parser and tokenizer, where synattn::checkpoint's
+  # SYNATTN_MODEL_DIR (default_model_path(), default_tokenizer_path()) looks.
+  install(FILES models/en_ewt.parser.safetensors models/en_ewt.tokenizer.safetensors models/README.md
+    DESTINATION "${CMAKE_INSTALL_DATADIR}/synattn/models")
 endif()
 
 # synattn::mpi likewise (the config looks for MPI only when it is wanted).

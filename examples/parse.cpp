@@ -2,7 +2,8 @@
 // model: gives trees to text that has none.
 //
 //   parse train --train en_ewt-ud-train.conllu --dev en_ewt-ud-dev.conllu --model en.parser.safetensors
-//   parse --format tokens < sentences.txt > parsed.conllu      (the shipped model)
+//   parse < paragraphs.txt > parsed.conllu                     (raw text: the shipped tokenizer and parser)
+//   parse --format tokens < sentences.txt > parsed.conllu      (pre-tokenised, one sentence per line)
 //   parse --input text.conllu --output parsed.conllu           (HEAD and DEPREL replaced, all else kept)
 //   parse eval --gold en_ewt-ud-test.conllu                    (UAS / LAS, words/s, by sentence length)
 //
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "parse/options.hpp"
+#include "parse/raw_text.hpp"
 #include "parse/run.hpp"
 #include "parse/train.hpp"
 
@@ -36,9 +38,10 @@ int main(int argc, char** argv) {
     std::cout << parse_cli::kUsage;
     return 0;
   }
-  const int threads = config.command == parse_cli::Command::Train ? config.train.threads
-                      : config.command == parse_cli::Command::Eval ? config.eval.threads
-                                                                   : config.parse.threads;
+  const int threads = config.command == parse_cli::Command::Train            ? config.train.threads
+                      : config.command == parse_cli::Command::TrainTokenizer ? config.train_tokenizer.threads
+                      : config.command == parse_cli::Command::Eval           ? config.eval.threads
+                                                                             : config.parse.threads;
 #if defined(_OPENMP)
   if (threads > 0) omp_set_num_threads(threads);
 #else
@@ -49,7 +52,10 @@ int main(int argc, char** argv) {
   try {
     switch (config.command) {
       case parse_cli::Command::Train: return parse_cli::run_train(config.train, std::cerr);
-      case parse_cli::Command::Eval: return parse_cli::run_eval(config.eval, std::cout, std::cerr);
+      case parse_cli::Command::TrainTokenizer: return parse_cli::run_train_tokenizer(config.train_tokenizer, std::cerr);
+      case parse_cli::Command::Eval:
+        return config.eval.raw ? parse_cli::run_eval_raw(config.eval, std::cout, std::cerr)
+                               : parse_cli::run_eval(config.eval, std::cout, std::cerr);
       case parse_cli::Command::Export: return parse_cli::run_export(config.export_, std::cerr);
       default: return parse_cli::run_parse(config.parse, std::cin, std::cout, std::cerr);
     }

@@ -6,7 +6,10 @@ set -euo pipefail
 
 # pkg-config: the packaging test checks the installed synattn.pc with it
 # (dpkg-deb, which it also uses, is part of every Debian system).
-packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev pkg-config)
+# libsentencepiece-dev: the raw-text test trains a SentencePiece model to
+# show word spans becoming subword distances.
+packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev pkg-config
+  libsentencepiece-dev)
 # The fuzz preset needs clang with libFuzzer and its sanitizer runtimes.
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)

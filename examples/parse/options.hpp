@@ -1,13 +1,16 @@
-// parse — the command line: three commands and their options.
+// parse — the command line: its commands and their options.
 //
 //   parse train --train FILE --dev FILE --model OUT [options]
-//   parse [--model M] [--input FILE|-] [--format conllu|tokens] [--output FILE|-] [--threads T]
+//   parse train-tokenizer --train FILE --dev FILE --model OUT [options]
+//   parse [--model M] [--tokenizer M] [--input FILE|-] [--format auto|text|conllu|tokens] [--output FILE|-]
 //   parse eval [--model M] --gold FILE [--threads T]
 #ifndef SYNATTN_EXAMPLES_PARSE_OPTIONS_HPP
 #define SYNATTN_EXAMPLES_PARSE_OPTIONS_HPP
 
 #include <synattn/error.hpp>
+#include <synattn/io/output_path.hpp>
 #include <synattn/parse/parser.hpp>
+#include <synattn/text/tokenizer_training.hpp>
 
 #include <cerrno>
 #include <cstdlib>
@@ -36,8 +39,17 @@ struct TrainConfig {
 };
 
 struct ParseConfig {
-  std::string model_path, input_path = "-", output_path = "-", format = "conllu";
+  std::string model_path, tokenizer_path, input_path = "-", output_path = "-", format = "auto";
   int threads = 0;
+  bool replace_invalid_utf8 = false;  // text: each bad UTF-8 sequence becomes U+FFFD instead of an error
+};
+
+// parse train-tokenizer: the raw-text tokenizer (text/tokenizer_training.hpp).
+struct TokenizerTrainConfig {
+  std::string train_path, dev_path, model_path, log_path;
+  std::string command_line;  // recorded in the model file
+  int threads = 0;
+  synattn::text::TokenizerTrainOptions options;
 };
 
 struct ExportConfig {
@@ -45,15 +57,18 @@ struct ExportConfig {
 };
 
 struct EvalConfig {
-  std::string model_path, gold_path;
+  std::string model_path, tokenizer_path, gold_path;
   int threads = 0;
+  bool raw = false;            // the whole pipeline from the gold file's rebuilt text
+  bool tokenize_only = false;  // with raw: tokens, words and sentences only
 };
 
-enum class Command { Train, Parse, Eval, Export, Help };
+enum class Command { Train, TrainTokenizer, Parse, Eval, Export, Help };
 
 struct Config {
   Command command = Command::Parse;
   TrainConfig train;
+  TokenizerTrainConfig train_tokenizer;
   ParseConfig parse;
   EvalConfig eval;
   ExportConfig export_;
@@ -66,10 +81,18 @@ inline const char* kUsage =
     "              [--d-model D] [--layers L] [--heads H] [--d-ff F] [--word-dim D] [--char-filters F]\n"
     "              [--arc-dim D] [--label-dim D] [--no-chars] [--no-relative-bias] [--no-tagger] [--min-count N]\n"
     "              [--half] [--progress-every N]\n"
-    "  parse [--model M] [--input FILE|-] [--format conllu|tokens] [--output FILE|-] [--threads T]\n"
+    "  parse train-tokenizer --train FILE --dev FILE --model OUT [--epochs E] [--patience P] [--channels C]\n"
+    "              [--dilations D,D,...] [--char-dim D] [--lr X] [--lr-decay X] [--char-dropout P] [--seed S]\n"
+    "              [--batch-chars N] [--threads T] [--log FILE.jsonl]\n"
+    "  parse [--model M] [--tokenizer M] [--input FILE|-] [--format auto|text|conllu|tokens] [--output FILE|-]\n"
+    "        [--threads T] [--replace-invalid-utf8]\n"
     "  parse eval [--model M] --gold FILE [--threads T]\n"
+    "  parse eval --raw [--tokenize-only] [--model M] [--tokenizer M] --gold FILE [--threads T]\n"
     "  parse export --model M --output FILE          (the model's weights rounded to F16: half the size)\n"
-    "Without --model, the shipped English (UD EWT) model is used.\n";
+    "Without --model (--tokenizer), the shipped English (UD EWT) parser (tokenizer) is used.\n"
+    "--format auto (the default) reads CoNLL-U when the input starts like it (a '#' comment or a word line),\n"
+    "else raw text: a blank line ends a paragraph, and sentences and words are found by the tokenizer.\n"
+    "--format tokens: one pre-tokenised sentence per line, tokens separated by spaces.\n";
 
 inline long long parse_integer(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;
@@ -92,7 +115,8 @@ inline double parse_real(const std::string& flag, const std::string& text, doubl
 }
 
 // Refuses, before any work, an output path that cannot be written: a
-// directory, or one whose folder does not exist.
+// directory, one whose folder does not exist, or what the output-path policy
+// refuses (a symlink to nothing, a block device, a socket).
 inline void check_writable(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -101,6 +125,13 @@ inline void check_writable(const std::string& path, const std::string& flag) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
     throw UsageError(flag + " " + path + ": folder " + parent.string() + " does not exist");
+  // The library's output-path policy (io/output_path.hpp): a symlink to
+  // nothing, a block device or a socket is refused here too, before any work.
+  try {
+    (void)synattn::resolve_output_path(path, flag);
+  } catch (const synattn::RuntimeError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 inline Config parse_command_line(const std::vector<std::string>& args) {
@@ -109,6 +140,10 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "train") {
     c.command = Command::Train;
     i = 1;
+  } else if (!args.empty() && args[0] == "train-tokenizer") {
+    c.command = Command::TrainTokenizer;
+    i = 1;
+    for (const auto& a : args) c.train_tokenizer.command_line += (c.train_tokenizer.command_line.empty() ? "parse " : " ") + a;
   } else if (!args.empty() && args[0] == "eval") {
     c.command = Command::Eval;
     i = 1;
@@ -129,12 +164,43 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
     }
     if (a == "--threads") {
       const int v = static_cast<int>(parse_integer(a, value(a), 1, 1024));
-      t.threads = c.parse.threads = c.eval.threads = v;
+      t.threads = c.parse.threads = c.eval.threads = c.train_tokenizer.threads = v;
       continue;
     }
     if (a == "--model") {
       const std::string& v = value(a);
-      t.model_path = c.parse.model_path = c.eval.model_path = c.export_.model_path = v;
+      t.model_path = c.parse.model_path = c.eval.model_path = c.export_.model_path = c.train_tokenizer.model_path = v;
+      continue;
+    }
+    if (a == "--tokenizer" && c.command != Command::TrainTokenizer) {
+      c.parse.tokenizer_path = c.eval.tokenizer_path = value(a);
+      continue;
+    }
+    if (c.command == Command::TrainTokenizer) {
+      TokenizerTrainConfig& k = c.train_tokenizer;
+      auto& o = k.options;
+      if (a == "--train") k.train_path = value(a);
+      else if (a == "--dev") k.dev_path = value(a);
+      else if (a == "--log") k.log_path = value(a);
+      else if (a == "--epochs") o.epochs = static_cast<int>(parse_integer(a, value(a), 1, 100000));
+      else if (a == "--patience") o.patience = static_cast<int>(parse_integer(a, value(a), 1, 100000));
+      else if (a == "--channels") o.model.net.channels = static_cast<int>(parse_integer(a, value(a), 1, 4096));
+      else if (a == "--char-dim") o.model.net.char_dim = static_cast<int>(parse_integer(a, value(a), 1, 4096));
+      else if (a == "--seed") o.seed = static_cast<std::uint64_t>(parse_integer(a, value(a), 0, 1 << 30));
+      else if (a == "--lr") o.lr = parse_real(a, value(a), 1e-8, 10);
+      else if (a == "--lr-decay") o.lr_decay = parse_real(a, value(a), 1e-6, 1);
+      else if (a == "--batch-chars") o.batch_chars = parse_integer(a, value(a), 16, 1 << 24);
+      else if (a == "--char-dropout") o.char_dropout = parse_real(a, value(a), 0, 0.95);
+      else if (a == "--dilations") {
+        const std::string& v = value(a);
+        o.model.net.dilations.clear();
+        for (std::size_t p = 0; p <= v.size();) {
+          const std::size_t q = std::min(v.find(',', p), v.size());
+          o.model.net.dilations.push_back(static_cast<int>(parse_integer(a, v.substr(p, q - p), 1, 4096)));
+          p = q + 1;
+        }
+        if (o.model.net.dilations.size() > 64) throw UsageError("--dilations takes at most 64 layers");
+      } else throw UsageError("unknown option for 'parse train-tokenizer': " + a);
       continue;
     }
     if (c.command == Command::Train) {
@@ -177,22 +243,32 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
     }
     if (c.command == Command::Eval) {
       if (a == "--gold") c.eval.gold_path = value(a);
+      else if (a == "--raw") c.eval.raw = true;
+      else if (a == "--tokenize-only") c.eval.tokenize_only = true;
       else throw UsageError("unknown option for 'parse eval': " + a);
       continue;
     }
     if (a == "--input") c.parse.input_path = value(a);
     else if (a == "--output") c.parse.output_path = value(a);
+    else if (a == "--replace-invalid-utf8") c.parse.replace_invalid_utf8 = true;
     else if (a == "--format") {
       c.parse.format = value(a);
-      if (c.parse.format != "conllu" && c.parse.format != "tokens")
-        throw UsageError("--format takes conllu or tokens, got '" + c.parse.format + "'");
-    } else throw UsageError("unknown option: " + a + (a.rfind("--", 0) == 0 ? "" : " (commands: train, eval)"));
+      if (c.parse.format != "auto" && c.parse.format != "text" && c.parse.format != "conllu" && c.parse.format != "tokens")
+        throw UsageError("--format takes auto, text, conllu or tokens, got '" + c.parse.format + "'");
+    } else throw UsageError("unknown option: " + a + (a.rfind("--", 0) == 0 ? "" : " (commands: train, train-tokenizer, eval, export)"));
   }
   if (c.command == Command::Train) {
     if (t.train_path.empty() || t.dev_path.empty() || t.model_path.empty())
       throw UsageError("parse train needs --train, --dev and --model");
   }
+  if (c.command == Command::TrainTokenizer) {
+    const TokenizerTrainConfig& k = c.train_tokenizer;
+    if (k.train_path.empty() || k.dev_path.empty() || k.model_path.empty())
+      throw UsageError("parse train-tokenizer needs --train, --dev and --model");
+  }
   if (c.command == Command::Eval && c.eval.gold_path.empty()) throw UsageError("parse eval needs --gold FILE");
+  if (c.command == Command::Eval && c.eval.tokenize_only && !c.eval.raw)
+    throw UsageError("--tokenize-only goes with parse eval --raw");
   if (c.command == Command::Export && (c.export_.model_path.empty() || c.export_.output_path.empty()))
     throw UsageError("parse export needs --model FILE and --output FILE");
   return c;

@@ -20,11 +20,14 @@
 #include <synattn/parse/parser_model.hpp>
 #include <synattn/parse/token_text.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "options.hpp"
@@ -52,17 +55,70 @@ inline std::vector<std::vector<std::string>> document_forms(const synattn::parse
   return out;
 }
 
+// The whole output at once: to standard output for "-", else atomically to
+// the path (a failure writes nothing there).
+inline void write_output(const std::string& path, const std::string& text, std::ostream& stdout_stream) {
+  if (path == "-") {
+    stdout_stream << text;
+    stdout_stream.flush();
+    if (!stdout_stream) throw synattn::RuntimeError("writing the output failed");
+  } else {
+    synattn::write_file_atomically(path, text, "parse");
+  }
+}
+
+// The input, whole: the file at `path`, or standard input for "-".
+inline std::string read_input(const std::string& path, std::istream& stdin_stream) {
+  std::ostringstream buf;
+  if (path == "-") {
+    buf << stdin_stream.rdbuf();
+    if (stdin_stream.bad()) throw synattn::ParseError("<stdin>", 0, "reading standard input failed");
+  } else {
+    std::ifstream in = synattn::open_input_file(path);
+    buf << in.rdbuf();
+    if (in.bad()) throw synattn::ParseError(path, 0, "reading the file failed");
+  }
+  return buf.str();
+}
+
+// --format auto: CoNLL-U when the first line that is not blank is a comment
+// ("#") or a word line (an ID, "N", "N-M" or "N.M", then a tab); anything
+// else is raw text. A paragraph of prose never looks like either.
+inline std::string detect_format(const std::string& input) {
+  std::size_t i = 0;
+  if (input.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;
+  while (i < input.size()) {
+    const std::size_t end = std::min(input.find('\n', i), input.size());
+    std::string_view line(input.data() + i, end - i);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") != std::string_view::npos) {
+      if (line[0] == '#') return "conllu";
+      std::size_t k = 0;
+      while (k < line.size() && ((line[k] >= '0' && line[k] <= '9') || line[k] == '-' || line[k] == '.')) ++k;
+      return k > 0 && k < line.size() && line[k] == '\t' && line[0] >= '0' && line[0] <= '9' ? "conllu" : "text";
+    }
+    i = end + 1;
+  }
+  return "text";
+}
+
+inline int run_parse_text(const ParseConfig& cfg, std::string input, std::ostream& stdout_stream, std::ostream& log);
+
 inline int run_parse(const ParseConfig& cfg, std::istream& stdin_stream, std::ostream& stdout_stream, std::ostream& log) {
   using namespace synattn::parse;
   if (cfg.output_path != "-") check_writable(cfg.output_path, "--output");
-  const synattn::parse::ParserModel model = load_model(cfg.model_path);
   const bool from_stdin = cfg.input_path == "-";
   const std::string name = from_stdin ? std::string("<stdin>") : cfg.input_path;
+  std::string input = read_input(cfg.input_path, stdin_stream);
+  const std::string format = cfg.format == "auto" ? detect_format(input) : cfg.format;
+  if (format == "text") return run_parse_text(cfg, std::move(input), stdout_stream, log);
+  const synattn::parse::ParserModel model = load_model(cfg.model_path);
   ConlluDocument doc;
-  if (cfg.format == "tokens") {
-    doc = from_stdin ? read_token_text(stdin_stream, name) : read_token_text_file(cfg.input_path);
+  std::istringstream in(std::move(input));
+  if (format == "tokens") {
+    doc = read_token_text(in, name);
   } else {
-    doc = from_stdin ? ConlluDocument::read(stdin_stream, name) : ConlluDocument::read_file(cfg.input_path);
+    doc = ConlluDocument::read(in, name);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<ParsedSentence> parsed = model.parse(document_forms(doc));
@@ -72,14 +128,7 @@ inline int run_parse(const ParseConfig& cfg, std::istream& stdin_stream, std::os
     doc.set_heads(s, parsed[s].heads, parsed[s].deprels);
     words += static_cast<long long>(parsed[s].heads.size());
   }
-  const std::string text = doc.to_string();
-  if (cfg.output_path == "-") {
-    stdout_stream << text;
-    stdout_stream.flush();
-    if (!stdout_stream) throw synattn::RuntimeError("writing the output failed");
-  } else {
-    synattn::write_file_atomically(cfg.output_path, text, "parse");
-  }
+  write_output(cfg.output_path, doc.to_string(), stdout_stream);
   char line[160];
   std::snprintf(line, sizeof line, "parsed %zu sentences, %lld words in %.2f s (%.0f words/s)\n", doc.size(), words,
                 seconds, seconds > 0 ? static_cast<double>(words) / seconds : 0.0);

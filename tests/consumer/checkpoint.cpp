@@ -1,6 +1,8 @@
 // Uses the installed synattn::checkpoint target: saves a tiny checkpoint and
-// loads it back, so a broken export of nlohmann_json fails loudly.
+// loads it back, so a broken export of nlohmann_json fails loudly; then loads
+// the installed tokenizer from the package's models folder.
 #include <synattn/synattn.hpp>
+#include <synattn/text/tokenizer_model.hpp>
 #include <synattn/train/checkpoint.hpp>
 
 #include <iostream>
@@ -18,6 +20,12 @@ int main(int argc, char** argv) {
     std::cerr << "consumer_checkpoint: round trip failed\n";
     return 1;
   }
-  std::cout << "consumer_checkpoint: ok\n";
+  // The installed package finds its shipped tokenizer without any setting.
+  const synattn::text::TokenizerModel tok = synattn::text::TokenizerModel::load(synattn::text::default_tokenizer_path());
+  if (tok.tokenize("It works. Does it?").sentences.size() != 2) {
+    std::cerr << "consumer_checkpoint: the installed tokenizer did not split two sentences\n";
+    return 1;
+  }
+  std::cout << "consumer_checkpoint: ok (" << synattn::text::default_tokenizer_path() << ")\n";
   return 0;
 }

@@ -14,6 +14,7 @@
 #if defined(SYNATTN_DOCS_CHECKPOINT)
 #include <synattn/io/npy.hpp>
 #include <synattn/parse/parser_model.hpp>
+#include <synattn/parse/pipeline.hpp>
 #include <synattn/train/checkpoint.hpp>
 #endif
 
@@ -306,6 +307,24 @@ const synattn::DependencyTree tree = parsed[0].tree();  // into make_distance_ba
   CHECK(parsed[0].heads.size() == 7);
   CHECK(parsed[0].deprels.size() == 7);
   CHECK(tree.size() == 7);
+}
+
+TEST_CASE("parser.md: raw text in, trees out", "[readme]") {
+  const InSourceDir in_source_dir;
+// snippet: docs/parser.md
+#include <synattn/parse/pipeline.hpp>   // link synattn::checkpoint (nlohmann-json)
+
+const auto pipeline = synattn::parse::Pipeline::load_default();   // the shipped tokenizer and parser
+const synattn::text::Document doc = pipeline.parse_text("Dr. Smith's team didn't finish. They left early!");
+for (const synattn::text::Sentence& s : doc.sentences) {
+  const synattn::DependencyTree tree = synattn::parse::sentence_tree(s);  // for the attention bias
+  // s.words[i]: form, head (1-based, 0 = root), deprel, upos, span (bytes and code points of doc.text)
+}
+// end snippet
+
+  REQUIRE(doc.sentences.size() == 2);
+  // Dr. Smith 's team did n't finish . | They left early !
+  CHECK(doc.sentences[0].words.size() + doc.sentences[1].words.size() == 12);
 }
 
 TEST_CASE("pytorch_export.md: weights exported by PyTorch load", "[readme]") {

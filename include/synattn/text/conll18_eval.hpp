@@ -53,6 +53,7 @@
 
 #include "../error.hpp"
 #include "document.hpp"
+#include "utf8.hpp"
 
 namespace synattn {
 namespace text {
@@ -79,39 +80,12 @@ struct Conll18Scores {
 
 namespace conll18_detail {
 
-// Decodes the code point at text[i] and moves i past it.
+// The code point at text[i], moving i past it; text/utf8.hpp does the
+// decoding, and a bad sequence is an error naming the side and the byte.
 inline char32_t decode_utf8(const std::string& text, std::size_t& i, const char* side) {
-  const unsigned char c = static_cast<unsigned char>(text[i]);
-  const int length = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-  if (length == 0 || i + static_cast<std::size_t>(length) > text.size())
+  if (utf8_detail::sequence_at(text, i) <= 0)
     throw Error(std::string("evaluate_conll18: the ") + side + " text is not UTF-8 at byte " + std::to_string(i));
-  char32_t cp = length == 1 ? c : length == 2 ? (c & 0x1F) : length == 3 ? (c & 0x0F) : (c & 0x07);
-  for (int k = 1; k < length; ++k) {
-    const unsigned char d = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-    if ((d & 0xC0) != 0x80)
-      throw Error(std::string("evaluate_conll18: the ") + side + " text is not UTF-8 at byte " + std::to_string(i));
-    cp = (cp << 6) | (d & 0x3F);
-  }
-  i += static_cast<std::size_t>(length);
-  return cp;
-}
-
-inline void append_utf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  return next_code_point(text, i);
 }
 
 // Unicode category Zs (space separators), the characters the script (since
@@ -259,7 +233,7 @@ inline Side load(const Document& doc, const char* side) {
 inline std::string excerpt(const std::u32string& chars, std::size_t from, std::size_t count) {
   if (from >= chars.size()) return "(end of text)";
   std::string out = "\"";
-  for (std::size_t i = from; i < chars.size() && i < from + count; ++i) append_utf8(chars[i], out);
+  for (std::size_t i = from; i < chars.size() && i < from + count; ++i) encode_utf8(chars[i], out);
   return out + "\"";
 }
 

@@ -47,6 +47,7 @@
 #include "../io/safetensors.hpp"
 #include "../parse/parser_vocabulary.hpp"
 #include "../train/checkpoint.hpp"
+#include "../util/model_paths.hpp"
 #include "document.hpp"
 #include "multiword.hpp"
 #include "segmenter_labels.hpp"
@@ -116,15 +117,14 @@ inline TokenizerOptions tokenizer_options_from_json(const std::string& text) {
   return o;
 }
 
-// Where the shipped English tokenizer is: $SYNATTN_TOKENIZER_MODEL when set,
-// else the path the build compiled in (SYNATTN_DEFAULT_TOKENIZER_MODEL), else
-// "models/en_ewt.tokenizer.safetensors" relative to the working directory.
+// Where the shipped English tokenizer is (util/model_paths.hpp):
+// $SYNATTN_TOKENIZER_MODEL, SYNATTN_DEFAULT_TOKENIZER_MODEL, the package's
+// models folder, or models/en_ewt.tokenizer.safetensors.
 inline std::string default_tokenizer_path() {
-  if (const char* env = std::getenv("SYNATTN_TOKENIZER_MODEL"); env && *env) return env;
 #if defined(SYNATTN_DEFAULT_TOKENIZER_MODEL)
-  return SYNATTN_DEFAULT_TOKENIZER_MODEL;
+  return shipped_model_path("SYNATTN_TOKENIZER_MODEL", SYNATTN_DEFAULT_TOKENIZER_MODEL, "en_ewt.tokenizer.safetensors");
 #else
-  return "models/en_ewt.tokenizer.safetensors";
+  return shipped_model_path("SYNATTN_TOKENIZER_MODEL", nullptr, "en_ewt.tokenizer.safetensors");
 #endif
 }
 
