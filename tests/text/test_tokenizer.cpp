@@ -19,6 +19,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/temp_dir.hpp"
@@ -61,6 +62,7 @@ TokenizerTrainOptions tiny_options() {
   o.piece_chars = 64;
   o.batch_chars = 256;
   o.lr = 1e-2;
+  o.lr_decay = 1;  // 150 short epochs: a per-epoch decay would stop it early
   o.warmup = 1;
   o.char_dropout = 0;
   return o;
@@ -150,6 +152,18 @@ TEST_CASE("TokenizerModel: the same sentences at any thread count", "[text]") {
 #else
   SUCCEED("built without OpenMP: one thread only");
 #endif
+}
+
+TEST_CASE("TokenizerModel: concurrent calls on one model give the serial result", "[text]") {
+  const TokenizerModel model = TokenizerModel::load(synattn_test::data_path("models/en_ewt.tokenizer.safetensors"));
+  const std::string text = read_conllu_text_file(synattn_test::data_path("examples/data/en_ewt-dev-sample.conllu")).text;
+  const std::string serial = to_conllu_text(model.tokenize(text));
+  std::vector<std::string> out(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < out.size(); ++t)
+    threads.emplace_back([&, t] { out[t] = to_conllu_text(model.tokenize(text)); });
+  for (auto& t : threads) t.join();
+  for (const auto& o : out) CHECK(o == serial);
 }
 
 TEST_CASE("TokenizerModel: spans and the written CoNLL-U reproduce the text byte for byte", "[text]") {
