@@ -27,6 +27,8 @@ struct UsageError : std::runtime_error {
 
 struct TrainConfig {
   std::string train_path, dev_path, model_path, checkpoint_path, resume_path;
+  std::string log_path;      // --log: one JSON line per epoch
+  std::string command_line;  // recorded in the model file
   int epochs = 60, patience = 10, threads = 0, seed = 1, min_count = 2;
   long long batch_tokens = 2000;
   long long progress_every = 0;  // a step line every N steps (0: epochs only)
@@ -80,7 +82,7 @@ inline const char* kUsage =
     "              [--checkpoint FILE] [--resume FILE] [--batch-tokens N] [--lr X] [--warmup N] [--clip X]\n"
     "              [--d-model D] [--layers L] [--heads H] [--d-ff F] [--word-dim D] [--char-filters F]\n"
     "              [--arc-dim D] [--label-dim D] [--no-chars] [--no-relative-bias] [--no-tagger] [--min-count N]\n"
-    "              [--half] [--progress-every N]\n"
+    "              [--half] [--progress-every N] [--log FILE.jsonl]\n"
     "  parse train-tokenizer --train FILE --dev FILE --model OUT [--epochs E] [--patience P] [--channels C]\n"
     "              [--dilations D,D,...] [--char-dim D] [--lr X] [--lr-decay X] [--char-dropout P] [--seed S]\n"
     "              [--batch-chars N] [--threads T] [--log FILE.jsonl]\n"
@@ -143,7 +145,6 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
   } else if (!args.empty() && args[0] == "train-tokenizer") {
     c.command = Command::TrainTokenizer;
     i = 1;
-    for (const auto& a : args) c.train_tokenizer.command_line += (c.train_tokenizer.command_line.empty() ? "parse " : " ") + a;
   } else if (!args.empty() && args[0] == "eval") {
     c.command = Command::Eval;
     i = 1;
@@ -155,6 +156,10 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
     if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
     return args[++i];
   };
+  // What a trained model records of the command that made it.
+  std::string command_line = "parse";
+  for (const auto& a : args) command_line += " " + a;
+  c.train.command_line = c.train_tokenizer.command_line = command_line;
   TrainConfig& t = c.train;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -208,6 +213,7 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
       else if (a == "--dev") t.dev_path = value(a);
       else if (a == "--checkpoint") t.checkpoint_path = value(a);
       else if (a == "--resume") t.resume_path = value(a);
+      else if (a == "--log") t.log_path = value(a);
       else if (a == "--epochs") t.epochs = static_cast<int>(parse_integer(a, value(a), 1, 100000));
       else if (a == "--patience") t.patience = static_cast<int>(parse_integer(a, value(a), 1, 100000));
       else if (a == "--seed") t.seed = static_cast<int>(parse_integer(a, value(a), 0, 1 << 30));

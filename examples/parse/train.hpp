@@ -7,6 +7,7 @@
 #define SYNATTN_EXAMPLES_PARSE_TRAIN_HPP
 
 #include <synattn/build_info.hpp>
+#include <synattn/io/atomic_file.hpp>
 #include <synattn/io/conllu.hpp>
 #include <synattn/io/input_file.hpp>
 #include <synattn/parse/metrics.hpp>
@@ -31,6 +32,7 @@
 
 #include "../train_deprel/progress.hpp"  // format_duration
 #include "options.hpp"
+#include "source_commit.hpp"  // SYNATTN_SOURCE_COMMIT (generated: cmake/source_commit.cmake)
 
 namespace parse_cli {
 
@@ -159,12 +161,63 @@ constexpr const char* kSinceBestKey = "train.since_best";
 constexpr const char* kSignatureKey = "train.options";
 constexpr long long kMaxEpochs = 100000;  // --epochs' own bound (options.hpp)
 
+// One epoch of a training run, as a line of --log's JSON lines: the record
+// docs/results/ keeps of a shipped model's training.
+struct EpochRecord {
+  int epoch = 0;
+  double loss = 0;
+  DevScores dev;
+  double train_words_per_second = 0;
+  double seconds = 0;  // wall time since the run (or the resumed run) started
+  bool best = false;
+};
+
+inline std::string epoch_record_line(const EpochRecord& r) {
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "{\"epoch\": %d, \"loss\": %.6f, \"dev_uas\": %.4f, \"dev_las\": %.4f, \"train_words_per_s\": %.0f, "
+                "\"dev_words_per_s\": %.0f, \"seconds\": %.1f, \"best\": %s}\n",
+                r.epoch, r.loss, r.dev.uas, r.dev.las, r.train_words_per_second, r.dev.words_per_second, r.seconds,
+                r.best ? "true" : "false");
+  return line;
+}
+
+// A resumed run's log starts with the records of the epochs it continues
+// from: the lines of the existing --log file for epochs 1..first_epoch, in
+// order, each checked to be the record of its epoch (a log of another run,
+// or one that stops short, is refused by line rather than mixed in).
+inline std::string resumed_log_records(const std::string& path, int first_epoch) {
+  std::string kept;
+  if (first_epoch == 0) return kept;
+  std::ifstream in = synattn::open_input_file(path);
+  std::string line;
+  int expected = 1, line_number = 0;
+  while (expected <= first_epoch && std::getline(in, line)) {
+    ++line_number;
+    const std::string key = "{\"epoch\": ";
+    const std::size_t end = line.find(',');
+    if (line.compare(0, key.size(), key) != 0 || end == std::string::npos)
+      throw synattn::ParseError(path, line_number, "not a parse train --log record");
+    const long long epoch = synattn::metadata_integer(path, "epoch", line.substr(key.size(), end - key.size()), 1, kMaxEpochs);
+    if (epoch != expected)
+      throw synattn::ParseError(path, line_number, "the record of epoch " + std::to_string(epoch) + ", expected epoch " +
+                                                       std::to_string(expected) + " (the log of the run being resumed)");
+    kept += line + "\n";
+    ++expected;
+  }
+  if (expected <= first_epoch)
+    throw synattn::ParseError(path, line_number, "the log stops before epoch " + std::to_string(expected) +
+                                                     " of the " + std::to_string(first_epoch) + " the run resumed has");
+  return kept;
+}
+
 inline int run_train(const TrainConfig& cfg, std::ostream& log) {
   using namespace synattn::parse;
   const auto t0 = Clock::now();
   // Everything that can be refused is refused before the first step.
   check_writable(cfg.model_path, "--model");
   if (!cfg.checkpoint_path.empty()) check_writable(cfg.checkpoint_path, "--checkpoint");
+  if (!cfg.log_path.empty()) check_writable(cfg.log_path, "--log");
   const std::vector<synattn::ConlluSentence> train = read_treebank(cfg.train_path, "training");
   const std::vector<synattn::ConlluSentence> dev = read_treebank(cfg.dev_path, "dev");
   const std::string data = data_signature(cfg);
@@ -250,6 +303,12 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
     o.seed = static_cast<std::uint64_t>(cfg.seed);
     model.emplace(o, std::move(vocab));
   }
+  // The records so far: a resumed run continues the log of the run it resumes.
+  std::string records;
+  if (!cfg.log_path.empty() && !cfg.resume_path.empty() && first_epoch > 0) {
+    std::error_code ec;
+    if (std::filesystem::exists(cfg.log_path, ec)) records = resumed_log_records(cfg.log_path, first_epoch);
+  }
   const ParserVocabulary& vocab = model->vocabulary();
   std::vector<EncodedSentence> train_corpus, dev_corpus;
   std::vector<long long> first_word;
@@ -313,9 +372,12 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
       best_las = d.las;
       best_epoch = epoch + 1;
       since_best = 0;
+      // The model names the command and the code that made it.
       const std::map<std::string, std::string> note = {{"train.dev_uas", std::to_string(d.uas)},
                                                         {"train.dev_las", std::to_string(d.las)},
-                                                        {"train.epochs", std::to_string(epoch + 1)}};
+                                                        {"train.epochs", std::to_string(epoch + 1)},
+                                                        {"train.command", cfg.command_line},
+                                                        {"train.source_commit", SYNATTN_SOURCE_COMMIT}};
       if (cfg.half)
         model->save_half(cfg.model_path, note);
       else
@@ -333,6 +395,19 @@ inline int run_train(const TrainConfig& cfg, std::ostream& log) {
                   improved ? " (best, saved)" : "", static_cast<double>(trained_words) / std::max(1e-9, step_seconds),
                   d.words_per_second, train_deprel::format_duration(elapsed).c_str(), train_deprel::format_duration(eta).c_str());
     log << line << std::endl;
+    if (!cfg.log_path.empty()) {
+      EpochRecord r;
+      r.epoch = epoch + 1;
+      r.loss = loss_sum / static_cast<double>(std::max<long long>(1, epoch_words));
+      r.dev = d;
+      r.train_words_per_second = static_cast<double>(trained_words) / std::max(1e-9, step_seconds);
+      r.seconds = elapsed;
+      r.best = improved;
+      records += epoch_record_line(r);
+      // The whole log again, atomically, every epoch: a run stopped at any
+      // point leaves the record of every epoch it finished.
+      synattn::write_file_atomically(cfg.log_path, records, "parse train");
+    }
     if (!cfg.checkpoint_path.empty())
       model->save(cfg.checkpoint_path, &adam, step,
                   {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, exact_text(best_las)},
