@@ -10,8 +10,8 @@ faster); below it, per run, how the GEMM did inside and outside the rule
 given with --rule (the thresholds of kernels::gemm_rule).
 
     /usr/bin/python3 tools/bench_gemm_table.py --cpu 1 \\
-        --run 'AVX2 GEMM=build/me/bench/bench_gemm:avx2' \\
-        --run 'AVX-512 GEMM=build/me/bench/bench_gemm:avx512' --rule 32,131072
+        --run 'AVX2 GEMM=build/release/bench/bench_gemm:avx2' \\
+        --run 'AVX-512 GEMM=build/release/bench/bench_gemm:avx512' --rule 32,131072
 """
 import argparse
 import csv

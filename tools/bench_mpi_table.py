@@ -7,7 +7,7 @@ the machine's load falls on all of them, and prints per configuration the
 median (and range) of the training tokens/s and of rank 0's time spent
 waiting for gradient reductions, from the JSON line each run appends.
 
-    /usr/bin/python3 tools/bench_mpi_table.py --train-deprel build/me/examples/train_deprel --repetitions 7
+    /usr/bin/python3 tools/bench_mpi_table.py --train-deprel build/release/examples/train_deprel --repetitions 7
 """
 import argparse
 import datetime

@@ -89,4 +89,8 @@ if(COMPILED_BUILD_DIR)
       -DCMAKE_PREFIX_PATH=${compiled_prefix} -DCONSUMER_COMPILED=ON)
   run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-compiled-build" --target consumer_compiled)
   run("${WORK_DIR}/consumer-compiled-build/consumer_compiled")
+  if(CHECKPOINT)  # README's snippet: synattn::compiled and synattn::checkpoint together
+    run("${CMAKE_COMMAND}" --build "${WORK_DIR}/consumer-compiled-build" --target consumer_compiled_checkpoint)
+    run("${WORK_DIR}/consumer-compiled-build/consumer_compiled_checkpoint" "${WORK_DIR}/consumer-compiled.safetensors")
+  endif()
 endif()
