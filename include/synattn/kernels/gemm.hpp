@@ -8,7 +8,9 @@
 // The vector versions are compiled by per-function target attributes, so a
 // build with the compiler's default flags (x86-64 baseline, SSE2) carries
 // them; which one runs is the kernel registry's `gemm` (kernels/registry.hpp:
-// AVX2 + FMA by default on a CPU that has them, AVX-512 only when asked for).
+// by default the widest set the build carries and the CPU runs, so AVX-512
+// on a CPU that has it, else AVX2 + FMA; SYNATTN_KERNEL_ISA=avx2 keeps the
+// narrower one).
 // That is the point of this file: Eigen's own products follow the compile
 // flags, and at SSE2 they run 2-4x slower than at AVX2 + FMA.
 // kernels/product.hpp decides when the layer uses it.

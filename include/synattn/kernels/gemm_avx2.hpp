@@ -1,7 +1,8 @@
 // synattn — the blocked GEMM compiled for AVX2 + FMA by a per-function target
 // attribute, so a build for baseline x86-64 (the compiler's default flags)
 // carries it too; kernels/gemm.hpp runs it when the kernel registry's set
-// says avx2 (the default on a CPU with both). x86-64 with GCC or Clang only.
+// says avx2 (the default on a CPU with AVX2 + FMA but no AVX-512, or chosen by
+// SYNATTN_KERNEL_ISA=avx2). x86-64 with GCC or Clang only.
 //
 // Register tile: 6 rows x 2 vectors (float 6 x 16, double 6 x 8) = 12
 // accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers. Cache
