@@ -1,5 +1,5 @@
 // synattn — the values distance and bucket blocks use for cells that are not
-// word pairs (SPEC §2–§3).
+// word pairs (docs/math.md §2–§3).
 #ifndef SYNATTN_SPECIAL_VALUES_HPP
 #define SYNATTN_SPECIAL_VALUES_HPP
 

@@ -1,5 +1,5 @@
 // synattn — the steps of the attention layer's forward pass on one (sequence,
-// head) block, as functions of explicit arguments (SPEC §4):
+// head) block, as functions of explicit arguments (docs/math.md §4):
 //
 //   S = Q K^T / sqrt(dk)                    attention_scores
 //   e = exp(S + s T[bucket] - max), masked  softmax_numerators_block (kernel)

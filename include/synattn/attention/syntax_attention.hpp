@@ -1,4 +1,4 @@
-// synattn — syntax-biased multi-head attention (SPEC §4), float and double,
+// synattn — syntax-biased multi-head attention (docs/math.md §4), float and double,
 // forward and backward, self- and cross-attention, optional talking heads.
 //
 //   score[a,i,j] = <q[a,i], k[a,j]> / sqrt(dk) + s * T[a?, bucket(i,j)]   (masked: -inf)

@@ -1,9 +1,9 @@
-// synattn — the learnable syntax-bias table T and its strength s (SPEC §4):
+// synattn — the learnable syntax-bias table T and its strength s (docs/math.md §4.1):
 // one scalar per distance bucket, shared by all heads or one row per head;
 // the gather (bucket block -> s * T[bucket]) and its adjoint (score gradients
 // summed per bucket, times s, and dL/ds).
 //
-// Tree fusion (SPEC §6, the design documents' multi-parser fusion): V trees
+// Tree fusion (docs/math.md §4.3a: the trees of several parsers): V trees
 // of each sequence ("views", e.g. drawn by V parsers), each with its own
 // int8 bucket block, give the bias
 //

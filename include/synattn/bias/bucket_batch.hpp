@@ -1,7 +1,7 @@
 // synattn — from trees to the attention layer's inputs in one call: a batch
 // of sentences' trees and a bucketing give the bucket block and the lengths
 // that SyntaxBiasedAttention::forward takes, with padding -1 and cross-tree
-// pairs of packed forests in the last bucket (SPEC §2).
+// pairs of packed forests in the last bucket (docs/math.md §2).
 #ifndef SYNATTN_BIAS_BUCKET_BATCH_HPP
 #define SYNATTN_BIAS_BUCKET_BATCH_HPP
 

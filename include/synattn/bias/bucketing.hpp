@@ -1,4 +1,4 @@
-// synattn — distance bucketing (SPEC §3): linear clamp, log (T5-style) and
+// synattn — distance bucketing (docs/math.md §3): linear clamp, log (T5-style) and
 // directed 2-D buckets, from distance blocks to bucket blocks in one pass.
 #ifndef SYNATTN_BIAS_BUCKETING_HPP
 #define SYNATTN_BIAS_BUCKETING_HPP
@@ -62,7 +62,7 @@ class Bucketing {
   // Index of the special-token bucket (only meaningful when enabled).
   int special_index() const noexcept { return buckets_; }
   // The largest distance this bucketing tells apart: every d >= it shares the
-  // last bucket. Cross-tree pairs in a forest default to it (SPEC §2).
+  // last bucket. Cross-tree pairs in a forest default to it (docs/math.md §2).
   int cross_distance() const noexcept { return max_distance_; }
   // The smallest distance from which every larger one shares the last bucket.
   int saturation_distance() const noexcept {
@@ -165,7 +165,7 @@ class Bucketing {
 
   // The log formula is evaluated once per distance up to the saturation point
   // and looked up afterwards: the hot loop then never calls std::log, and the
-  // result is bit-for-bit the formula's (same double arithmetic as SPEC §3).
+  // result is bit-for-bit the formula's (same double arithmetic as docs/math.md §3).
   void build_log_table() {
     log_table_.clear();
     const double e = exact_, span = std::log(static_cast<double>(max_distance_) / e);

@@ -10,8 +10,8 @@
 //   s == t                    the sentence's block at (i - start_s, j - start_s)
 //   0 < |s - t| <= window     cross_bucket (-1 masks these too)
 //   root links, i and j the roots of s and t
-//                             cross_bucket (the design documents' few key
-//                             links between sentences)
+//                             cross_bucket (a few key links between
+//                             sentences)
 //   otherwise                 masked (-1)
 // window = 0 keeps attention within each sentence; window = 1 adds its
 // neighbours. Positions past a sequence's sentences are padding.
@@ -189,7 +189,7 @@ class PackedBuckets {
   std::vector<std::int8_t> blocks_;    // the sentences' blocks, row-major, one after another
 };
 
-// The bucket of a pair in two different trees of a forest (SPEC §2): the
+// The bucket of a pair in two different trees of a forest (docs/math.md §2): the
 // bucketing's cross-tree distance, up and down alike when directed.
 inline int cross_tree_bucket(const Bucketing& bucketing) {
   const int m = bucketing.cross_distance();
@@ -206,8 +206,8 @@ struct PackingOptions {
 // Packs documents (each a list of sentence trees, one sequence per document)
 // with `bucketing`. Pairs across sentences that the window or a root link
 // keeps get the bucket of the bucketing's cross-tree distance (its last
-// bucket, as in a packed forest, SPEC §2). The hard cutoff
-// (max_tree_distance) is the sparse variant of the design documents; a
+// bucket, as in a packed forest, docs/math.md §2). The hard cutoff
+// (max_tree_distance) makes each sentence's attention sparse as well; a
 // sentence's root is its tree's first.
 inline PackedBuckets make_packed_buckets(const std::vector<std::vector<DependencyTree>>& documents,
                                          const Bucketing& bucketing, const PackingOptions& options = {}) {

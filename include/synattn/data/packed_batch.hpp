@@ -1,5 +1,5 @@
 // synattn — a batch of packed documents for the tagger: each sequence the
-// words of several corpus sentences one after another (a forest, SPEC §6),
+// words of several corpus sentences one after another (a forest, docs/math.md §1),
 // its buckets a PackedBuckets (bias/packed_buckets.hpp: each sentence's own
 // block plus the sentence window) instead of an n x n block.
 //

@@ -1,4 +1,4 @@
-// synattn — trees from elsewhere for a tagging corpus (SPEC §6): the trees a
+// synattn — trees from elsewhere for a tagging corpus: the trees a
 // parser drew, or trees corrupted on purpose, in place of the gold ones the
 // corpus was read with, or beside them as further tree views (tree fusion).
 // Words and labels stay the corpus's own; only the trees the attention bias

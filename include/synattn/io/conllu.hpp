@@ -1,4 +1,4 @@
-// synattn — CoNLL-U input: a streaming reader of dependency trees (SPEC §1).
+// synattn — CoNLL-U input: a streaming reader of dependency trees (docs/math.md §1).
 //
 // Reads the columns a syntax bias needs (ID, FORM, UPOS, HEAD, DEPREL) and the
 // `# sent_id` / `# text` / `# newdoc [id = ...]` comments (a newdoc marks the

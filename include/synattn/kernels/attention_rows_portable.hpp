@@ -16,7 +16,7 @@
 // number of entries of `shifted` (num_buckets + 1).
 //
 // Numerics. The softmax subtracts the row maximum; a row whose maximum is -inf
-// has no visible key and becomes zeros (SPEC §4), never NaN (unless a NaN
+// has no visible key and becomes zeros (docs/math.md §4.2), never NaN (unless a NaN
 // hides in it: see the NaN policy below). Eigen's
 // vectorised exp does not return exact zeros for -inf or for arguments below
 // log(min normal) (it clamps, and returns tiny or subnormal values), so every
@@ -24,7 +24,7 @@
 // for masked keys, moves a visible key's probability by less than 1.2e-38
 // (float) / 2.3e-308 (double), and keeps subnormals out of P V.
 // Row sums are accumulated in the scalar type, in SIMD lanes (16-32 partial
-// sums for float), far inside the 1e-4 float tolerance of SPEC §4. Every
+// sums for float), far inside the 1e-4 float tolerance of docs/math.md §4.4. Every
 // version gives the same bits wherever its rows lie in memory (so for every
 // thread count: the layer's scratch blocks are per thread).
 //

@@ -30,7 +30,7 @@ namespace detail {
 
 // `size` scalars of 64-byte-aligned scratch owned by the calling thread, kept
 // between calls (grown, never shrunk): linear_product's panel, which would
-// otherwise be allocated on every projection of every layer (issue 10 §5).
+// otherwise be allocated on every projection of every layer.
 // Valid until the same thread asks for more.
 template <class Scalar>
 inline Scalar* thread_workspace(Index size) {

@@ -119,9 +119,9 @@ inline ParserOptions options_from_json(const std::string& text) {
 }
 
 // Checks a model file's options against the tensors it holds, before any
-// layer is built from them (issue 44 §3: a file whose metadata alone said
-// layers = 10^6 or d_ff = 2 * 10^9 built the parser first, layer after
-// layer, and failed with a bare std::bad_alloc). Every size option is read
+// layer is built from them (without it, a file whose metadata alone said
+// layers = 10^6 or d_ff = 2 * 10^9 would build the parser first, layer after
+// layer, and fail with a bare std::bad_alloc). Every size option is read
 // off a tensor: the vocabulary sizes, word_dim, char_dim, char_filters,
 // char_width, d_model, d_ff, arc_dim, label_dim and num_upos from the shapes
 // of the tensors they size, layers from the number of encoder layers the

@@ -1,4 +1,4 @@
-// synattn — batches of sentences as padded distance blocks (SPEC §2).
+// synattn — batches of sentences as padded distance blocks (docs/math.md §2).
 //
 // A batch of `batch` sentences of different lengths becomes a
 // (batch, n_max, n_max) block stored row-major as a (batch * n_max, n_max)
@@ -10,7 +10,7 @@
 // padding position — is -1 (kPaddingDistance).
 //
 // The lengths returned are what the attention layer needs to mask padding
-// keys and padding query rows (SPEC §4).
+// keys and padding query rows (docs/math.md §4.2).
 #ifndef SYNATTN_TREE_BATCH_HPP
 #define SYNATTN_TREE_BATCH_HPP
 

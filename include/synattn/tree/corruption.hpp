@@ -1,4 +1,4 @@
-// synattn — controlled corruption of dependency trees (SPEC §6), for
+// synattn — controlled corruption of dependency trees, for
 // measuring what the attention bias buys when the trees are wrong, and as a
 // regulariser when training on trees.
 //

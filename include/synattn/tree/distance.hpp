@@ -1,4 +1,4 @@
-// synattn — all-pairs tree distances (SPEC §2) in O(n^2) total.
+// synattn — all-pairs tree distances (docs/math.md §2) in O(n^2) total.
 //
 // Rows are produced in preorder from their parent's row: for a child c of p,
 //   dist(c, j) = dist(p, j) + 1   for j outside subtree(c),
@@ -273,7 +273,7 @@ inline void check_size(const char* fn, int n) {
 
 // Fills `out` (n x n, caller-provided, any outer stride) with dist(i, j).
 // Cross-tree pairs of a forest get `cross_distance` (default: the largest
-// value of T, which every bucketing puts in its last bucket, SPEC §2).
+// value of T, which every bucketing puts in its last bucket, docs/math.md §2).
 // Values beyond T's range saturate at its maximum (int8: 127). Working
 // memory beyond `out` is O(n) for every tree; n > max_distance_words throws.
 template <class T = std::int8_t>

@@ -1,4 +1,4 @@
-// synattn — head-array conventions and tree validation (SPEC §1).
+// synattn — head-array conventions and tree validation (docs/math.md §1).
 //
 // The canonical form is 0-based with root = -1. Other conventions are
 // converted explicitly; the convention is always named by the caller.

@@ -1,5 +1,5 @@
 // synattn — lowest common ancestors with O(1) queries after O(n log n)
-// preprocessing (SPEC §2: dist = depth(i) + depth(j) - 2 depth(lca)).
+// preprocessing (docs/math.md §2: dist = depth(i) + depth(j) - 2 depth(lca)).
 #ifndef SYNATTN_TREE_LCA_HPP
 #define SYNATTN_TREE_LCA_HPP
 

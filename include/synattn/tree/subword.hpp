@@ -1,4 +1,4 @@
-// synattn — word distances expanded to subword tokens (SPEC §2).
+// synattn — word distances expanded to subword tokens (docs/math.md §2).
 //
 // A tokenizer splits words into tokens and adds special tokens ([CLS],
 // [SEP], <s>) that belong to no word. The token-to-word map says which word
