@@ -206,7 +206,7 @@ inline std::string percent_text(double value) {
 
 }  // namespace metrics_detail
 
-// "UAS 91.23, LAS 88.10 (25148 words)".
+// "UAS 91.23, LAS 88.10 (25147 words)".
 inline std::string format_scores(const AttachmentScores& scores) {
   return "UAS " + metrics_detail::percent_text(scores.uas()) + ", LAS " +
          metrics_detail::percent_text(scores.las()) + " (" + std::to_string(scores.words) +
@@ -219,7 +219,7 @@ inline std::string format_scores(const AttachmentScores& scores) {
 //   |:--|--:|--:|--:|--:|
 //   | 1-10 | 812 | 4321 | 93.51 | 91.02 |
 //   ...
-//   | all | 2001 | 25148 | 91.23 | 88.10 |
+//   | all | 2001 | 25147 | 91.23 | 88.10 |
 inline std::string format_breakdown_markdown(const LengthBreakdown& breakdown) {
   const auto row = [](const std::string& label, long long sentences, const AttachmentScores& s) {
     const bool none = s.words == 0;
