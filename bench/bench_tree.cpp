@@ -172,7 +172,8 @@ void BM_BfsEveryWord(benchmark::State& state) {
   label(state, n);
 }
 
-// (a) The seed design's compute_distance_matrix: for every pair, walk both
+// (a) The naive reference (a compute_distance_matrix written the obvious
+// way, kept as the baseline): for every pair, walk both
 // words up to the root, index one path in a hash map and find the first
 // common node on the other.
 void BM_SeedParentWalk(benchmark::State& state) {

@@ -1,5 +1,5 @@
 // The attention layer bench_attention times, written with LibTorch's C++ API:
-// a C++ user's real alternative to synattn (issue 9 §5). Built into
+// a C++ user's real alternative to synattn. Built into
 // bench_attention only when find_package(Torch) succeeds
 // (SYNATTN_WITH_LIBTORCH); no torch header leaks into the benchmark's own
 // translation unit, which would double its compile time.

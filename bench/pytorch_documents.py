@@ -5,7 +5,7 @@
 
 The document is the one bench_attention's documents/ benchmarks use: the
 first EWT train sentences, whole, while they fit n tokens (the rest padding).
-PyTorch has no packed input, so the layer is the seed design's module
+PyTorch has no packed input, so the layer is the reference module
 (bench/pytorch_reference.py: q/k/v/out nn.Linear, d_model 512, 8 heads, an
 nn.Embedding distance bias that gets a gradient, the masked pairs -inf,
 softmax, P V) on the dense n x n distance block; backward by autograd. The
@@ -34,7 +34,7 @@ os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
 import torch  # noqa: E402  (after the environment above)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from pytorch_reference import make_module_class, reference_blas_refusal  # noqa: E402  (the seed design's module)
+from pytorch_reference import make_module_class, reference_blas_refusal  # noqa: E402  (the reference module)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -101,7 +101,7 @@ def main():
     sid[:words] = torch.tensor(sentence_of)
     real = torch.arange(n) < words
     visible = ((sid[:, None] - sid[None, :]).abs() <= args.window) & real[:, None] & real[None, :]
-    # The seed design's distances: clamped into the 11-entry embedding, -1
+    # The reference module's distances: clamped into the 11-entry embedding, -1
     # masking the pair; a padding row sees itself only (no NaN rows).
     dist = torch.randint(0, 11, (1, n, n)).masked_fill(~visible.unsqueeze(0), -1)
     padding = torch.arange(words, n)

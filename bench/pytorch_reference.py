@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Times the seed design's PyTorch SyntaxBiasedAttention on bench_attention's shapes and trees.
+"""Times the reference PyTorch SyntaxBiasedAttention on bench_attention's shapes and trees.
 
     build/release/bench/bench_attention --synattn_dump=/tmp/synattn_dist
     /usr/bin/python3 bench/pytorch_reference.py --dist-dir /tmp/synattn_dist [--threads 1,2]
     /usr/bin/python3 bench/pytorch_reference.py --dist-dir DIR --openblas-coretype default
 
-The module is the seed design, kept as it was written: q/k/v/out nn.Linear, an
+The module is the plain PyTorch reference, kept as it was first written: q/k/v/out nn.Linear, an
 nn.Embedding(max_distance + 1, 1) distance bias looked up at the clamped
 distances, masked_fill of padding pairs (distance < 0) with -inf, softmax,
 matmul. Its trees are the ones bench_attention uses: the distance blocks it
@@ -94,14 +94,14 @@ def child_env(threads, coretype):
 
 
 # --------------------------------------------------------------------------
-# The seed design
+# The reference module
 # --------------------------------------------------------------------------
 
 def make_module_class(torch):
     nn = torch.nn
 
     class SyntaxBiasedAttention(nn.Module):
-        """The seed design's syntax-biased multi-head attention."""
+        """The reference syntax-biased multi-head attention."""
 
         def __init__(self, d_model, heads, max_distance=10):
             super().__init__()

@@ -316,7 +316,7 @@ def make_model(torch, vocab, classes, variant, d_model=128, heads=4, ffn=256, la
                     bias = self.table[:, buckets].transpose(0, 1)        # (B, h, n, n)
                 scores = scores + self.scale * bias
             # Padding keys only: a padding query row keeps its real keys, so no
-            # row is fully masked (no NaN) and real rows are what SPEC masks.
+            # row is fully masked (no NaN) and real rows are what docs/math.md §4.2 masks.
             scores = scores.masked_fill(key_pad, float("-inf"))
             p = self.drop(torch.softmax(scores, dim=-1))
             ctx = torch.matmul(p, v).transpose(1, 2).reshape(B, n, d)

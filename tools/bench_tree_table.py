@@ -37,7 +37,7 @@ def main():
     def fmt(us):
         return "—" if us is None else (f"{us:.2f}" if us < 100 else f"{us:,.0f}")
 
-    print("| input | n | memset floor µs | synattn µs | × floor | BFS every word µs | seed parent walk µs | seed / synattn |")
+    print("| input | n | memset floor µs | synattn µs | × floor | BFS every word µs | parent walk µs | walk / synattn |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for kind in (0, 2, 3, 1):
         for n in (32, 64, 256, 1024, 4096):

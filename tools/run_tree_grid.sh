@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The grid of docs/experiment.md "Trees a parser drew": train_deprel on the
-# README recipe over tree conditions (SPEC §6), three seeds each, and its
+# README recipe over tree conditions, three seeds each, and its
 # table and plot:
 #
 #   gold                        the treebank's trees (N = 500, 2000, 8000)

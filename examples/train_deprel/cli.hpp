@@ -9,14 +9,14 @@
 //                [--train-tree-noise Q] [--trees-name NAME]
 //                [--pack-documents [--sentence-window W] [--root-links]] [--document-subset] [--help]
 //
-// Packed documents (SPEC §6): --pack-documents trains and evaluates on whole
+// Packed documents: --pack-documents trains and evaluates on whole
 // documents (the "# newdoc" groups of the CoNLL-U files, cut into chunks of
 // at most 4,096 words), each chunk one packed sequence whose sentences see
 // the sentences within --sentence-window of their own. The training subset
 // is then whole documents (--document-subset alone draws the same subset and
 // trains sentence by sentence: the control).
 //
-// Tree sources (SPEC §6): the bias reads gold trees unless --train-trees /
+// Tree sources (docs/experiment.md, "Trees a parser drew"): the bias reads gold trees unless --train-trees /
 // --dev-trees give CoNLL-U files whose HEAD columns replace them (matched by
 // sent_id and forms: data/tree_source.hpp); --tree-noise corrupts the train
 // and dev trees once (tree/corruption.hpp), --train-tree-noise corrupts the
@@ -299,7 +299,7 @@ inline const char* usage() {
          "                      labels still from --train; sentences matched by sent_id and forms)\n"
          "  --dev-trees FILE    the same for --dev\n"
          "  --tree-noise P      re-attach each non-root word of the train and dev trees with probability P\n"
-         "                      to a random word outside its subtree (once, before training; SPEC 6)\n"
+         "                      to a random word outside its subtree (once, before training)\n"
          "  --tree-noise-seed S the seed of both kinds of tree noise (default 1)\n"
          "  --train-tree-noise Q  corrupt the training trees afresh every epoch with probability Q\n"
          "                      (a regulariser); dev trees stay as given\n"

@@ -1,4 +1,4 @@
-// train_deprel — which trees the attention bias reads (SPEC §6): the gold
+// train_deprel — which trees the attention bias reads: the gold
 // trees of --train / --dev, a tree file's (--train-trees, --dev-trees),
 // corrupted once (--tree-noise) and, for training, afresh every epoch
 // (--train-tree-noise); and how far those trees are from gold.

@@ -1,4 +1,4 @@
-// A deliberately naive reference of SPEC §4 for the attention tests: plain
+// A deliberately naive reference of docs/math.md §4 for the attention tests: plain
 // loops in double over (sequence, head, query, key), written from the formulas
 // and sharing no code with the library (talking heads and cross-attention
 // included). Test support only.

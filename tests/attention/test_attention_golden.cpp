@@ -1,4 +1,4 @@
-// SyntaxBiasedAttention against the golden vectors of SPEC §5: every case
+// SyntaxBiasedAttention against the golden vectors of docs/math.md §5: every case
 // bundled under tests/golden/mha/ and, when SYNATTN_GOLDEN_DIR is set, every case
 // under it. double agrees to 1e-10 and float to 1e-4, per array, as
 // max|got - want| <= tol * max|want| (dbk: max|got| <= tol * max|dWk|).

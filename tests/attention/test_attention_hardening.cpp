@@ -1,4 +1,4 @@
-// SyntaxBiasedAttention under misuse (issue 10 §1): a cache handed to a layer
+// SyntaxBiasedAttention under misuse: a cache handed to a layer
 // it was not filled by, non-finite parameters, options that do not fit the
 // layer's number type, scores that overflow, and empty sequences. Each case
 // used to reach a memory error, an Eigen assertion or a silent wrong result.

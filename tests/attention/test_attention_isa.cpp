@@ -3,7 +3,8 @@
 // within the documented tolerance (docs/math.md §4.4: max|got - want| <=
 // tol max|want| per array, 1e-10 double, 1e-4 float); each ISA's results are
 // bit-identical at 1 and 2 threads; and NaN propagates as the portable
-// kernels propagate it (the three cases of issue 10 §1, check_finite off).
+// kernels propagate it (a NaN in Wq, s = inf with a zero table, a NaN table
+// entry; check_finite off).
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>

@@ -17,7 +17,7 @@ using namespace synattn;
 
 namespace {
 
-// SPEC §3 log bucket, written out here in double independently of the library.
+// docs/math.md §3's log bucket, written out here in double independently of the library.
 int reference_log_bucket(int d, int num_buckets, int exact, int max_distance) {
   if (d < exact) return d;
   const double v = exact + std::floor(std::log(static_cast<double>(d) / exact) /
@@ -83,7 +83,7 @@ TEST_CASE("log buckets: exact below E, logarithmic up to M, saturated beyond", "
     }
     CHECK(b.saturation_distance() == 20);
   }
-  SECTION("equals the SPEC formula for d in [0, 5000] and several (B, E, M)") {
+  SECTION("equals docs/math.md's formula for d in [0, 5000] and several (B, E, M)") {
     struct Params {
       int b, e, m;
     };
@@ -98,7 +98,7 @@ TEST_CASE("log buckets: exact below E, logarithmic up to M, saturated beyond", "
     for (int d = 0; d <= 5000; ++d) {
       const int got = b.bucket(d);
       if (got != reference_log_bucket(d, p.b, p.e, p.m))
-        FAIL("d = " << d << ": got " << got << ", SPEC formula gives " << reference_log_bucket(d, p.b, p.e, p.m));
+        FAIL("d = " << d << ": got " << got << ", the formula gives " << reference_log_bucket(d, p.b, p.e, p.m));
       REQUIRE(got >= previous);  // monotone
       REQUIRE(got < p.b);
       previous = got;

@@ -1,4 +1,4 @@
-// Trees from elsewhere (SPEC §6): the noise model's properties over every
+// Trees from elsewhere: the noise model's properties over every
 // sentence of EWT dev and train (always one tree with one root, the realised
 // UAS, determinism by seed, uniform choice among the candidates), and tree
 // files matched to a corpus by sent_id and forms, with every mismatch refused
@@ -111,7 +111,7 @@ TEST_CASE("corrupt_heads over every EWT dev and train sentence: one tree, one ro
         words += gold.size();
       }
       const double uas = static_cast<double>(same) / static_cast<double>(words);
-      // SPEC §6: about 1 - p * (share of non-root words). Words with no candidate keep their head
+      // The expected UAS: about 1 - p * (share of non-root words). Words with no candidate keep their head
       // whatever p is: the one dependent of a two-word sentence's root, and the root's only child once
       // the words before it have moved under it, which only many moves make common (p = 1: 2.7 points
       // above the formula on train, 4.1 on dev).

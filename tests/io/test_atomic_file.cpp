@@ -633,8 +633,8 @@ TEST_CASE("write_npy is atomic: a full disk keeps the old array and leaves no te
   CHECK(read_bytes(victim) == "untouched");
 }
 
-// io/output_path.hpp: the output-path policy every writer follows (issue 44
-// §1). Before it, write_file_atomically refused only directories and renamed
+// io/output_path.hpp: the output-path policy every writer follows.
+// Before it, write_file_atomically refused only directories and renamed
 // a new regular file over whatever was at the path: /dev/null became a
 // regular file, a FIFO's reader got nothing (the FIFO was replaced), and a
 // symlink was replaced by a regular file while its target kept the old bytes.

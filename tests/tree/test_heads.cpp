@@ -15,7 +15,7 @@ using namespace synattn;
 
 namespace {
 
-// A forest of random trees laid out one after another (SPEC §1: each
+// A forest of random trees laid out one after another (docs/math.md §1: each
 // sentence contiguous).
 std::vector<int> random_forest_heads(const std::vector<int>& lengths, std::mt19937& rng) {
   std::vector<int> heads;
@@ -169,7 +169,7 @@ TEST_CASE("conversion rejects heads out of range for the convention, naming the 
 }
 
 TEST_CASE("validation names the sentence, the word and the problem", "[heads][errors]") {
-  SECTION("head out of range (the SPEC's example)") {
+  SECTION("head out of range (docs/math.md §1's example)") {
     std::vector<int> heads{-1, 0, 0, 0, 0, 0, 0, 12, 0};
     CHECK_THROWS_WITH(validate_heads(heads, Structure::Tree),
                       "word 7: head 12 out of range [0, 9) (root = -1)");

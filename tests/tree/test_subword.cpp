@@ -14,7 +14,7 @@ using namespace synattn;
 
 namespace {
 
-// The SPEC §2 rule written out per pair, on a word matrix of int.
+// The docs/math.md §2 rule written out per pair, on a word matrix of int.
 template <class T>
 long long expected_token_cell(const RowMajorMatrix<T>& words, const std::vector<int>& map, int s, int t) {
   const int ws = map[static_cast<std::size_t>(s)], wt = map[static_cast<std::size_t>(t)];

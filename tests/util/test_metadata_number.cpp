@@ -1,5 +1,5 @@
 // util/metadata_number.hpp: the one parser of numbers read from files'
-// metadata (issue 44 §2). std::stoi read "-5x" as -5 and said only "stoi"
+// metadata. std::stoi read "-5x" as -5 and said only "stoi"
 // for "abc" and 99999999999; std::stod read "nan".
 #include <catch2/catch.hpp>
 

@@ -71,7 +71,7 @@ TEST_CASE("ParameterStore: bind, views through the binding, copies own their sto
   s.value(b)(0, 1) = -2;
   CHECK(copy.value(b)(0, 1) == 9);
   // copy assignment onto a bound store writes through its binding and keeps
-  // it (it used to unbind in silence: issue 44 §5)
+  // it (it used to unbind in silence)
   ParameterStore<double> other = s;
   VectorD other_values = VectorD::Zero(20), other_grads = VectorD::Zero(20);
   other.bind({other_values.data(), other_values.data() + 16}, {other_grads.data(), other_grads.data() + 16});
