@@ -1,5 +1,5 @@
 // bench_parser — parsing speed of trained parsers on UD English EWT dev
-// (gold tokenisation, 2,001 sentences, 25,148 words), as `parse` runs them:
+// (gold tokenisation, 2,001 sentences, 25,147 words), as `parse` runs them:
 // the whole file per iteration, batches of similar-length sentences, decoding
 // included (ParserModel::parse), reading and writing excluded.
 //
