@@ -114,18 +114,20 @@ inline LineChart gain_vs_uas_chart(const std::vector<RunResult>& runs) {
   c.title = "What the tree buys against the trees' accuracy (lines: random noise; dots: parser trees)";
   c.x_label = "UAS of the trees the bias reads (dev, %)";
   c.y_label = "dev accuracy gain over none (points)";
-  std::vector<std::pair<std::string, double>> variants;  // first-appearance order
-  for (const TreeRowKey& k : grid.rows)
-    if (std::find(variants.begin(), variants.end(), std::make_pair(k.variant, k.bias_lr_mult)) == variants.end())
-      variants.emplace_back(k.variant, k.bias_lr_mult);
-  for (const auto& [variant, mult] : variants)
+  // One series per recipe without its trees (variant, multiplier, batching)
+  // and N, in first-appearance order; its points are its rows' conditions.
+  std::vector<RunKey> recipes;
+  for (const RunKey& k : grid.rows)
+    if (std::find(recipes.begin(), recipes.end(), k.without_trees()) == recipes.end())
+      recipes.push_back(k.without_trees());
+  for (const RunKey& recipe : recipes)
     for (int n : grid.sizes) {
       std::vector<std::pair<double, double>> curve, parsed;
-      for (const std::string& condition : grid.conditions) {
-        if (!grid.matched.at(condition)) continue;
-        const double g = grid.gain({condition, variant, mult}, n);
+      for (const RunKey& k : grid.rows) {  // by condition
+        if (k.without_trees() != recipe || !grid.matched.at(k.tree_part())) continue;
+        const double g = grid.gain(k, n);
         if (std::isnan(g)) continue;
-        (grid.from_files.at(condition) ? parsed : curve).emplace_back(grid.dev_uas.at(condition).mean, g);
+        (grid.from_files.at(k.tree_part()) ? parsed : curve).emplace_back(grid.dev_uas.at(k.tree_part()).mean, g);
       }
       if (curve.empty() && parsed.empty()) continue;
       std::sort(curve.begin(), curve.end());
@@ -136,11 +138,11 @@ inline LineChart gain_vs_uas_chart(const std::vector<RunResult>& runs) {
       const auto& points = curve;
       Series s;
       char buf[96];
-      if (mult == 10.0)
-        std::snprintf(buf, sizeof buf, "%s N=%d", variant.c_str(), n);
+      if (recipe.bias_lr_mult == 10.0)
+        std::snprintf(buf, sizeof buf, " N=%d", n);
       else
-        std::snprintf(buf, sizeof buf, "%s x%g N=%d", variant.c_str(), mult, n);
-      s.name = buf;
+        std::snprintf(buf, sizeof buf, " x%g N=%d", recipe.bias_lr_mult, n);
+      s.name = recipe.variant + batching_suffix(recipe) + buf;
       for (const auto& [x, y] : points) {
         s.x.push_back(x);
         s.y.push_back(y);

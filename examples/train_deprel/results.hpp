@@ -57,11 +57,11 @@ struct RunResult {
   int epochs_run = 0;
   double train_seconds = 0.0;
   double train_tokens_per_second = 0.0;
-  std::vector<double> dev_history;               // percent, one per epoch
+  std::vector<double> dev_history;                // percent, one per epoch
   std::vector<std::vector<double>> learned_bias;  // per layer, (bias_rows, buckets) row-major
   int bias_rows = 1;
   std::vector<std::string> bucket_labels;
-  int processes = 1;                // MPI ranks that trained it (mpirun -np P)
+  int processes = 1;                 // MPI ranks that trained it (mpirun -np P)
   double reduce_wait_seconds = 0.0;  // time blocked waiting for gradient reductions (rank 0)
   std::string trees = "gold";
   std::string train_trees = "gold", dev_trees = "gold";
@@ -82,12 +82,147 @@ struct RunResult {
   double peak_resident_mb = 0.0;
 };
 
-// How a run's table row names its batching beyond the recipe's: "" for
-// random sentences batched sentence by sentence.
-inline std::string batching_suffix(const RunResult& r) {
-  if (r.packing != "sentences") return ", packed " + r.packing;
-  if (r.subset != "sentences") return ", " + r.subset + " subset";
+// ---- The row of every table ------------------------------------------------
+
+// Every setting a run's JSON line records that tells its recipe from another
+// run's: the row key of every table (markdown_results_table, the tree table,
+// the gain-vs-UAS plot), so no table pools runs that differ. The seed is the
+// spread a cell's mean is taken over and N the column; neither is here, nor
+// are the measurements, nor `processes` (P ranks train the same global
+// batches, differing only in the order of floating-point sums:
+// docs/distributed.md). Tree files are named without their folder (the same
+// file moved is the same trees), and the noise seed counts only with noise.
+struct RunKey {
+  std::string variant;
+  double bias_lr_mult = 1.0;
+  std::string table_init = "zero";
+  // The trees: the condition's name and the settings behind it.
+  std::string trees = "gold";
+  std::string train_trees = "gold", dev_trees = "gold";
+  double tree_noise = 0.0, train_tree_noise = 0.0;
+  std::uint64_t tree_noise_seed = 1;
+  std::vector<std::string> view_trees;
+  // The batching: "sentences" or "documents w=W[, root links]"; "sentences"
+  // or "documents".
+  std::string packing = "sentences", subset = "sentences";
+
+  auto tied() const {
+    return std::tie(variant, bias_lr_mult, table_init, trees, train_trees, dev_trees, tree_noise, train_tree_noise,
+                    tree_noise_seed, view_trees, packing, subset);
+  }
+  bool operator<(const RunKey& o) const { return tied() < o.tied(); }
+  bool operator==(const RunKey& o) const { return tied() == o.tied(); }
+  bool operator!=(const RunKey& o) const { return !(*this == o); }
+
+  // The same recipe without its trees (gold, no noise, one view): what none
+  // is compared at (trees play no part in it) and what the gold gain is.
+  RunKey without_trees() const {
+    RunKey k = *this;
+    k.trees = "gold";
+    k.train_trees = k.dev_trees = "gold";
+    k.tree_noise = k.train_tree_noise = 0.0;
+    k.tree_noise_seed = 1;
+    k.view_trees.clear();
+    return k;
+  }
+  // The `none` run this recipe's gain is measured against: no bias, the same
+  // batching.
+  RunKey baseline() const {
+    RunKey k = without_trees();
+    k.variant = "none";
+    k.bias_lr_mult = 1.0;
+    k.table_init = "zero";
+    return k;
+  }
+  // The trees alone (and the batching, which picks the sentences they are
+  // scored on): what a tree UAS is the mean over. Fusion's further views
+  // are not in it: the UAS is view 0's.
+  RunKey tree_part() const {
+    RunKey k = *this;
+    k.view_trees.clear();
+    k.variant.clear();
+    k.bias_lr_mult = 1.0;
+    k.table_init = "zero";
+    return k;
+  }
+};
+
+inline RunKey run_key(const RunResult& r) {
+  const auto file_name = [](const std::string& path) {
+    const std::string::size_type slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  };
+  RunKey k;
+  k.variant = r.variant;
+  k.bias_lr_mult = r.bias_lr_mult;
+  k.table_init = r.table_init;
+  k.trees = r.trees;
+  k.train_trees = file_name(r.train_trees);
+  k.dev_trees = file_name(r.dev_trees);
+  k.tree_noise = r.tree_noise;
+  k.train_tree_noise = r.train_tree_noise;
+  k.tree_noise_seed = r.tree_noise > 0 || r.train_tree_noise > 0 ? r.tree_noise_seed : 1;
+  for (const std::string& v : r.view_trees) k.view_trees.push_back(file_name(v));
+  k.packing = r.packing;
+  k.subset = r.subset;
+  return k;
+}
+
+// How a row names its batching beyond the recipe's: "" for random sentences
+// batched sentence by sentence.
+inline std::string batching_suffix(const RunKey& k) {
+  if (k.packing != "sentences") return ", packed " + k.packing;
+  if (k.subset != "sentences") return ", " + k.subset + " subset";
   return "";
+}
+
+// Each setting of a key by name, as text (for rows the table's columns
+// would otherwise show alike).
+inline std::vector<std::pair<std::string, std::string>> key_settings(const RunKey& k) {
+  const auto number = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return std::string(buf);
+  };
+  std::string views;
+  for (const std::string& v : k.view_trees) views += (views.empty() ? "" : ",") + v;
+  return {{"variant", k.variant},
+          {"bias_lr_mult", number(k.bias_lr_mult)},
+          {"table_init", k.table_init},
+          {"trees", k.trees},
+          {"train_trees", k.train_trees},
+          {"dev_trees", k.dev_trees},
+          {"tree_noise", number(k.tree_noise)},
+          {"train_tree_noise", number(k.train_tree_noise)},
+          {"tree_noise_seed", std::to_string(k.tree_noise_seed)},
+          {"view_trees", views},
+          {"packing", k.packing},
+          {"subset", k.subset}};
+}
+
+// What tells rows apart that `label` does not: for each row, "" when no
+// other row has its label, else " [setting=value, ...]" with the settings in
+// which it differs from the rows of the same label, so no two rows of a
+// table read alike.
+inline std::vector<std::string> label_disambiguators(const std::vector<RunKey>& rows,
+                                                     const std::function<std::string(const RunKey&)>& label) {
+  std::vector<std::string> labels;
+  std::vector<std::vector<std::pair<std::string, std::string>>> settings;
+  for (const RunKey& k : rows) {
+    labels.push_back(label(k));
+    settings.push_back(key_settings(k));
+  }
+  std::vector<std::string> out(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (std::size_t s = 0; s < settings[i].size(); ++s) {
+      bool differs = false;
+      for (std::size_t j = 0; j < rows.size() && !differs; ++j)
+        differs = j != i && labels[j] == labels[i] && settings[j][s].second != settings[i][s].second;
+      if (differs) out[i] += (out[i].empty() ? " [" : ", ") + settings[i][s].first + "=" + settings[i][s].second;
+    }
+    if (!out[i].empty()) out[i] += "]";
+  }
+  return out;
 }
 
 inline nlohmann::json to_json(const RunResult& r) {
@@ -233,31 +368,34 @@ inline MeanStd mean_std(const std::vector<double>& v) {
   return m;
 }
 
-// Rows: variant (with " (bias lr x10)" when the multiplier is not 1, and its
-// batching_suffix), in first-appearance order; columns: train size N ascending; cells: mean ±
-// std of best dev accuracy over seeds (n = seeds); the last column: the
-// gain of the mean over `none` at each N ("+1.23 / -0.40 / ...", "—" where
-// `none` is missing).
+inline std::string format_number(const char* f, double a, double b = 0.0, int c = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return std::string(buf);
+}
+
+// Rows: one per RunKey, in first-appearance order, named by the variant
+// (with " (bias lr x10)" when the multiplier is not 1) and its
+// batching_suffix (and by label_disambiguators where that is not enough);
+// columns: train size N ascending; cells: mean ± std of best dev accuracy
+// over seeds (n = seeds); the last column: the gain of the mean over the
+// `none` run of the same batching at each N ("+1.23 / -0.40 / ...", "—"
+// where that `none` is missing).
 inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
-  using Key = std::pair<std::string, double>;
-  std::vector<Key> rows;
+  std::vector<RunKey> rows;
   std::set<int> sizes;
-  std::map<std::tuple<std::string, double, int>, std::vector<double>> cells;
+  std::map<std::pair<RunKey, int>, std::vector<double>> cells;
   for (const RunResult& r : runs) {
-    const std::string name = r.variant + batching_suffix(r);
-    const Key k{name, r.bias_lr_mult};
+    const RunKey k = run_key(r);
     if (std::find(rows.begin(), rows.end(), k) == rows.end()) rows.push_back(k);
     sizes.insert(r.train_size);
-    cells[{name, r.bias_lr_mult, r.train_size}].push_back(r.best_dev_accuracy);
+    cells[{k, r.train_size}].push_back(r.best_dev_accuracy);
   }
-  const auto fmt = [](const char* f, double a, double b = 0.0, int c = 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, a, b, c);
-    return std::string(buf);
-  };
   const auto mult_text = [&](double m) {
-    return m == 1.0 ? std::string() : " (bias lr x" + fmt("%g", m) + ")";
+    return m == 1.0 ? std::string() : " (bias lr x" + format_number("%g", m) + ")";
   };
+  const auto label = [&](const RunKey& k) { return k.variant + mult_text(k.bias_lr_mult) + batching_suffix(k); };
+  const std::vector<std::string> extra = label_disambiguators(rows, label);
   std::string out = "| variant |";
   std::string rule = "|---|";
   for (int n : sizes) {
@@ -265,25 +403,24 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
     rule += "---|";
   }
   out += " gain over none |\n" + rule + "---|\n";
-  for (const Key& k : rows) {
-    const std::string::size_type cut = k.first.find(", ");  // the multiplier goes after the variant
-    out += "| " + k.first.substr(0, cut) + mult_text(k.second) + (cut == std::string::npos ? "" : k.first.substr(cut)) +
-           " |";
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const RunKey& k = rows[row];
+    out += "| " + label(k) + extra[row] + " |";
     std::string gain;
     for (int n : sizes) {
-      const auto it = cells.find({k.first, k.second, n});
-      const auto none = cells.find({"none", 1.0, n});
+      const auto it = cells.find({k, n});
+      const auto none = cells.find({k.baseline(), n});
       if (it == cells.end()) {
         out += " — |";
       } else {
         const MeanStd m = mean_std(it->second);
-        out += fmt(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+        out += format_number(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
       }
       if (!gain.empty()) gain += " / ";
-      if (k.first == "none" || it == cells.end() || none == cells.end())
+      if (k.variant == "none" || it == cells.end() || none == cells.end())
         gain += "—";
       else
-        gain += fmt("%+.2f", mean_std(it->second).mean - mean_std(none->second).mean);
+        gain += format_number("%+.2f", mean_std(it->second).mean - mean_std(none->second).mean);
     }
     out += " " + gain + " |\n";
   }
@@ -292,40 +429,34 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
 
 // ---- Tree conditions (SPEC §6) ----------------------------------------------
 
-// One cell of the tree table: a tree condition, variant and multiplier.
-struct TreeRowKey {
-  std::string trees, variant;
-  double bias_lr_mult = 1.0;
-  bool operator<(const TreeRowKey& o) const {
-    return std::tie(trees, variant, bias_lr_mult) < std::tie(o.trees, o.variant, o.bias_lr_mult);
-  }
-  bool operator==(const TreeRowKey& o) const {
-    return trees == o.trees && variant == o.variant && bias_lr_mult == o.bias_lr_mult;
-  }
-};
-
-// The runs of a grid over tree conditions, grouped for the table and the plot.
+// The runs of a grid over tree conditions, grouped for the table and the
+// plot by RunKey (the condition is its `trees`).
 struct TreeGrid {
   std::vector<std::string> conditions;  // first-appearance order, "gold" first when present
-  std::vector<TreeRowKey> rows;         // biased rows, by condition then first appearance
+  std::vector<RunKey> rows;             // biased rows, by condition then first appearance
+  std::vector<RunKey> none_rows;        // none, once per batching (trees play no part in it)
   std::set<int> sizes;
-  std::map<std::pair<TreeRowKey, int>, std::vector<double>> cells;  // best dev accuracy per seed
-  std::map<int, std::vector<double>> none;                          // per N, one per seed (trees play no part)
-  std::map<std::string, MeanStd> train_uas, dev_uas;                // per condition, over its biased runs
-  // A condition whose train and dev trees are of one kind (both gold or both
+  std::map<std::pair<RunKey, int>, std::vector<double>> cells;  // best dev accuracy per seed, none's included
+  // Per RunKey::tree_part (the trees and the batching), over its biased runs.
+  std::map<RunKey, MeanStd> train_uas, dev_uas;
+  // Trees whose train and dev trees are of one kind (both gold or both
   // from files, no per-epoch noise): the points of the gain-vs-UAS plot.
-  std::map<std::string, bool> matched;
-  std::map<std::string, bool> from_files;  // a condition whose trees (train or dev) come from a tree file
+  std::map<RunKey, bool> matched;
+  std::map<RunKey, bool> from_files;             // trees (train or dev) read from a tree file
   std::map<std::string, double> label_accuracy;  // dev tree file -> its own DEPREL accuracy
 
   explicit TreeGrid(const std::vector<RunResult>& runs) {
-    std::set<std::pair<int, int>> none_seen;
-    std::map<std::string, std::vector<double>> tu, du;
+    std::set<std::tuple<RunKey, int, int>> none_seen;
+    std::map<RunKey, std::vector<double>> tu, du;
     for (const RunResult& r : runs) {
       sizes.insert(r.train_size);
       if (r.dev_trees_label_accuracy >= 0) label_accuracy[r.dev_trees] = r.dev_trees_label_accuracy;
+      const RunKey key = run_key(r);
       if (r.variant == "none") {
-        if (none_seen.insert({r.train_size, r.seed}).second) none[r.train_size].push_back(r.best_dev_accuracy);
+        // The same none under every condition of a grid: counted once.
+        const RunKey k = key.baseline();
+        if (std::find(none_rows.begin(), none_rows.end(), k) == none_rows.end()) none_rows.push_back(k);
+        if (none_seen.insert({k, r.train_size, r.seed}).second) cells[{k, r.train_size}].push_back(r.best_dev_accuracy);
         continue;
       }
       if (std::find(conditions.begin(), conditions.end(), r.trees) == conditions.end()) {
@@ -334,19 +465,18 @@ struct TreeGrid {
         else
           conditions.push_back(r.trees);
       }
-      const TreeRowKey k{r.trees, r.variant, r.bias_lr_mult};
-      if (std::find(rows.begin(), rows.end(), k) == rows.end()) rows.push_back(k);
-      cells[{k, r.train_size}].push_back(r.best_dev_accuracy);
-      tu[r.trees].push_back(r.train_tree_uas);
-      du[r.trees].push_back(r.dev_tree_uas);
+      if (std::find(rows.begin(), rows.end(), key) == rows.end()) rows.push_back(key);
+      cells[{key, r.train_size}].push_back(r.best_dev_accuracy);
+      const RunKey trees = key.tree_part();
+      tu[trees].push_back(r.train_tree_uas);
+      du[trees].push_back(r.dev_tree_uas);
       const bool one_kind = (r.train_trees == "gold") == (r.dev_trees == "gold") && r.train_tree_noise == 0.0;
-      const auto it = matched.find(r.trees);
-      matched[r.trees] = (it == matched.end() || it->second) && one_kind;
-      from_files[r.trees] = from_files[r.trees] || r.train_trees != "gold" || r.dev_trees != "gold";
+      const auto it = matched.find(trees);
+      matched[trees] = (it == matched.end() || it->second) && one_kind;
+      from_files[trees] = from_files[trees] || r.train_trees != "gold" || r.dev_trees != "gold";
     }
-    std::stable_sort(rows.begin(), rows.end(), [&](const TreeRowKey& a, const TreeRowKey& b) {
-      return position(a.trees) < position(b.trees);
-    });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const RunKey& a, const RunKey& b) { return position(a.trees) < position(b.trees); });
     for (const auto& [c, v] : tu) train_uas[c] = mean_std(v);
     for (const auto& [c, v] : du) dev_uas[c] = mean_std(v);
   }
@@ -355,21 +485,21 @@ struct TreeGrid {
     return static_cast<std::size_t>(std::find(conditions.begin(), conditions.end(), condition) - conditions.begin());
   }
   // Mean best dev accuracy of a cell (NaN when absent).
-  double mean(const TreeRowKey& k, int n) const {
+  double mean(const RunKey& k, int n) const {
     const auto it = cells.find({k, n});
     return it == cells.end() ? NAN : mean_std(it->second).mean;
   }
-  // Gain of a cell's mean over none's at N (NaN when either is absent).
-  double gain(const TreeRowKey& k, int n) const {
-    const auto it = none.find(n);
-    return it == none.end() ? NAN : mean(k, n) - mean_std(it->second).mean;
-  }
+  // Gain of a cell's mean over its baseline's (none, the same batching) at N
+  // (NaN when either is absent).
+  double gain(const RunKey& k, int n) const { return mean(k, n) - mean(k.baseline(), n); }
   // The share of the gold-tree gain a cell keeps: gain / gain with gold trees
   // (NaN without a gold cell, or when the gold gain is not positive).
   // The fusion variant's reference is shared: fusing gold trees with
   // themselves is shared's bias with the table split over the views.
-  double retained(const TreeRowKey& k, int n) const {
-    const double g = gain({"gold", k.variant == "fusion" ? "shared" : k.variant, k.bias_lr_mult}, n);
+  double retained(const RunKey& k, int n) const {
+    RunKey gold = k.without_trees();
+    if (gold.variant == "fusion") gold.variant = "shared";
+    const double g = gain(gold, n);
     return g > 0 ? gain(k, n) / g : NAN;
   }
 };
@@ -378,14 +508,24 @@ struct TreeGrid {
 // and the learned view weights, averaged over the runs, per layer (a
 // fusion cell's "gold gain kept" is against shared's gold gain).
 inline std::string fusion_notes(const std::vector<RunResult>& runs) {
-  std::map<std::string, std::vector<const RunResult*>> fused;
-  for (const RunResult& r : runs)
-    if (r.views > 1) fused[r.trees].push_back(&r);
+  std::vector<RunKey> keys;  // first-appearance order
+  std::map<RunKey, std::vector<const RunResult*>> fused;
+  for (const RunResult& r : runs) {
+    if (r.views <= 1) continue;
+    const RunKey k = run_key(r);
+    if (fused.find(k) == fused.end()) keys.push_back(k);
+    fused[k].push_back(&r);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const RunKey& a, const RunKey& b) { return a.trees < b.trees; });
+  const std::vector<std::string> extra =
+      label_disambiguators(keys, [](const RunKey& k) { return k.trees + batching_suffix(k); });
   std::string out;
-  for (const auto& [condition, list] : fused) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::vector<const RunResult*>& list = fused.at(keys[i]);
     const RunResult& first = *list.front();
     char buf[64];
-    out += "\nfusion in " + condition + ": " + std::to_string(first.views) + " tree views, dev UAS";
+    out += "\n" + keys[i].variant + " in " + keys[i].trees + batching_suffix(keys[i]) + extra[i] + ": " +
+           std::to_string(first.views) + " tree views, dev UAS";
     for (double u : first.dev_view_uas) {
       std::snprintf(buf, sizeof buf, " %.2f", u);
       out += buf;
@@ -410,23 +550,33 @@ inline std::string fusion_notes(const std::vector<RunResult>& runs) {
   return out;
 }
 
-// Rows: none, then each tree condition's variants; columns: tree UAS (train
-// / dev, against gold), N ascending (mean ± std over seeds), the gain over
-// none and the share of the gold gain kept at each N. Below: the dev tree
-// files' own DEPREL accuracy (a labelled parser predicts the relation
-// itself: the reference the tagger's accuracy is to be read against).
+// Rows: none (once per batching), then each tree condition's RunKeys, the
+// variant named with its multiplier when not 10 and its batching_suffix (and
+// by label_disambiguators where that is not enough); columns: tree UAS (train /
+// dev, against gold), N ascending (mean ± std over seeds), the gain over the
+// none of the same batching and the share of the gold gain kept at each N.
+// Below: the dev tree files' own DEPREL accuracy (a labelled parser predicts
+// the relation itself: the reference the tagger's accuracy is to be read
+// against).
 inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
   const TreeGrid grid(runs);
-  const auto fmt = [](const char* f, double a, double b = 0.0, int c = 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, a, b, c);
-    return std::string(buf);
-  };
   const auto joined = [&](const std::function<std::string(int)>& cell) {
     std::string s;
     for (int n : grid.sizes) s += (s.empty() ? "" : " / ") + cell(n);
     return s;
   };
+  std::vector<RunKey> rows = grid.none_rows;
+  rows.insert(rows.end(), grid.rows.begin(), grid.rows.end());
+  // The condition and the variant cell together name a row.
+  const auto variant_cell = [](const RunKey& k) {
+    return k.variant +
+           (k.variant == "none" || k.bias_lr_mult == 10.0 ? std::string()
+                                                          : format_number(" (bias lr x%g)", k.bias_lr_mult)) +
+           batching_suffix(k);
+  };
+  const std::vector<std::string> extra = label_disambiguators(rows, [&](const RunKey& k) {
+    return (k.variant == "none" ? std::string("any") : k.trees) + " | " + variant_cell(k);
+  });
   std::string out = "| trees | tree UAS train / dev | variant |";
   std::string rule = "|---|---|---|";
   for (int n : grid.sizes) {
@@ -434,22 +584,16 @@ inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
     rule += "---|";
   }
   out += " gain over none | gold gain kept |\n" + rule + "---|---|\n";
-  if (!grid.none.empty()) out += "| any | — | none |";
-  for (int n : grid.sizes) {
-    if (grid.none.empty()) break;
-    const auto it = grid.none.find(n);
-    if (it == grid.none.end()) {
-      out += " — |";
-      continue;
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const RunKey& k = rows[row];
+    const bool none = k.variant == "none";
+    if (none) {
+      out += "| any | — | " + variant_cell(k) + extra[row] + " |";
+    } else {
+      const MeanStd tu = grid.train_uas.at(k.tree_part()), du = grid.dev_uas.at(k.tree_part());
+      out += "| " + k.trees + " | " + format_number("%.1f / %.1f", tu.mean, du.mean) + " | " + variant_cell(k) +
+             extra[row] + " |";
     }
-    const MeanStd m = mean_std(it->second);
-    out += fmt(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
-  }
-  if (!grid.none.empty()) out += " — | — |\n";
-  for (const TreeRowKey& k : grid.rows) {
-    const MeanStd tu = grid.train_uas.at(k.trees), du = grid.dev_uas.at(k.trees);
-    out += "| " + k.trees + " | " + fmt("%.1f / %.1f", tu.mean, du.mean) + " | " + k.variant +
-           (k.bias_lr_mult == 10.0 ? std::string() : fmt(" (bias lr x%g)", k.bias_lr_mult)) + " |";
     for (int n : grid.sizes) {
       const auto it = grid.cells.find({k, n});
       if (it == grid.cells.end()) {
@@ -457,21 +601,26 @@ inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
         continue;
       }
       const MeanStd m = mean_std(it->second);
-      out += fmt(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+      out += format_number(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+    }
+    if (none) {
+      out += " — | — |\n";
+      continue;
     }
     out += " " + joined([&](int n) {
-      const double g = grid.gain(k, n);
-      return std::isnan(g) ? std::string("—") : fmt("%+.2f", g);
-    });
+             const double g = grid.gain(k, n);
+             return std::isnan(g) ? std::string("—") : format_number("%+.2f", g);
+           });
     out += " | " + joined([&](int n) {
-      const double f = grid.retained(k, n);
-      return std::isnan(f) ? std::string("—") : fmt("%.2f", f);
-    });
+             const double f = grid.retained(k, n);
+             return std::isnan(f) ? std::string("—") : format_number("%.2f", f);
+           });
     out += " |\n";
   }
   for (const auto& [file, accuracy] : grid.label_accuracy)
-    out += "\nThe relations of " + file + " itself (the parser's own DEPREL, base part, scored as the tagger): " +
-           fmt("%.2f %%", accuracy) + "\n";
+    out += "\nThe relations of " + file +
+           " itself (the parser's own DEPREL, base part, scored as the tagger): " + format_number("%.2f %%", accuracy) +
+           "\n";
   out += fusion_notes(runs);
   return out;
 }

@@ -119,4 +119,22 @@ TEST_CASE("gain against tree UAS: one series per variant and N over the matched 
   CHECK(c.series[0].y[0] == 5);
   CHECK(c.series[0].y[1] == 10);
   CHECK(c.series[0].y[3] == 8);
+
+  // Packed runs are a series of their own, named so, against the packed none.
+  for (RunResult r : std::vector<RunResult>(runs)) {
+    if (r.train_size != 500 || r.trees == "predicted + epoch noise") continue;
+    r.packing = "documents w=1";
+    r.subset = "documents";
+    r.best_dev_accuracy -= r.variant == "none" ? 10 : 12;
+    runs.push_back(r);
+  }
+  const LineChart p = gain_vs_uas_chart(runs);
+  REQUIRE(p.series.size() == 3);
+  CHECK(p.series[0].name == "shared N=500");
+  CHECK(p.series[0].y[1] == 10);
+  CHECK(p.series[2].name == "shared, packed documents w=1 N=500");
+  REQUIRE(p.series[2].y.size() == 4);
+  CHECK(p.series[2].y[0] == 3);
+  CHECK(p.series[2].y[1] == 8);
+  CHECK(p.series[2].y[3] == 6);
 }

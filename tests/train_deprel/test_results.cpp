@@ -223,8 +223,9 @@ TEST_CASE("the tree table: none once, each condition's variants, tree UAS, gain 
     runs.push_back(tree_run("gold", "shared", 500, seed, 70.0 + seed, 100));
   }
   runs.back().dev_trees_label_accuracy = -1;
+  for (RunResult& r : runs)
+    if (r.trees == "predicted") r.dev_trees = "p-dev.conllu";  // the dev trees of the condition
   runs[2].dev_trees_label_accuracy = 81.25;
-  runs[2].dev_trees = "p-dev.conllu";
   const std::string t = markdown_tree_table(runs);
   INFO(t);
   CHECK(t.find("| trees | tree UAS train / dev | variant | N = 500 | gain over none | gold gain kept |") == 0);
@@ -256,4 +257,84 @@ TEST_CASE("the tree table: none once, each condition's variants, tree UAS, gain 
   CHECK(f.find("| predicted | 83.0 / 84.0 | fusion | 69.50 ± 0.71 (n=2) | +8.00 | 0.80 |") != std::string::npos);
   CHECK(f.find("fusion in predicted: 2 tree views, dev UAS 84.00 83.50; learned weights (mean of 2 runs) layer 1: "
                "0.65 0.35, layer 2: 0.50 0.50 (its gold gain kept is against shared's)") != std::string::npos);
+}
+
+TEST_CASE("every table keys its rows by every setting of a run: packed runs are their own rows and say so",
+          "[results][trees]") {
+  // One recipe (shared, x10) under two tree conditions, batched three ways,
+  // with the none of each batching; seeds 1 and 2.
+  const auto batched = [](RunResult r, const std::string& packing, const std::string& subset) {
+    r.packing = packing;
+    r.subset = subset;
+    return r;
+  };
+  std::vector<RunResult> runs;
+  for (int seed : {1, 2}) {
+    const double s = seed;
+    runs.push_back(tree_run("gold", "none", 500, seed, 60 + s, 100));
+    runs.push_back(batched(tree_run("gold", "none", 500, seed, 50 + s, 100), "documents w=1", "documents"));
+    runs.push_back(tree_run("gold", "shared", 500, seed, 70 + s, 100));
+    runs.push_back(batched(tree_run("gold", "shared", 500, seed, 56 + s, 100), "documents w=1", "documents"));
+    runs.push_back(batched(tree_run("gold", "shared", 500, seed, 72 + s, 100), "sentences", "documents"));
+    runs.push_back(tree_run("predicted", "shared", 500, seed, 66 + s, 84));
+    runs.push_back(batched(tree_run("predicted", "shared", 500, seed, 54 + s, 84), "documents w=1", "documents"));
+  }
+  const std::string t = markdown_tree_table(runs);
+  INFO(t);
+  // Each batching its own row, named; gains against the none of the same batching.
+  CHECK_THAT(t, Catch::Contains("| any | — | none | 61.50 ± 0.71 (n=2) | — | — |\n"));
+  CHECK_THAT(t, Catch::Contains("| any | — | none, packed documents w=1 | 51.50 ± 0.71 (n=2) | — | — |\n"));
+  CHECK_THAT(t, Catch::Contains("| gold | 99.0 / 100.0 | shared | 71.50 ± 0.71 (n=2) | +10.00 | 1.00 |\n"));
+  CHECK_THAT(t, Catch::Contains(
+                    "| gold | 99.0 / 100.0 | shared, packed documents w=1 | 57.50 ± 0.71 (n=2) | +6.00 | 1.00 |\n"));
+  // No none ran on the document subset sentence by sentence: no gain to give.
+  CHECK_THAT(t, Catch::Contains("| gold | 99.0 / 100.0 | shared, documents subset | 73.50 ± 0.71 (n=2) | — | — |\n"));
+  CHECK_THAT(t, Catch::Contains("| predicted | 83.0 / 84.0 | shared | 67.50 ± 0.71 (n=2) | +6.00 | 0.60 |\n"));
+  CHECK_THAT(t, Catch::Contains("| predicted | 83.0 / 84.0 | shared, packed documents w=1 | 55.50 ± 0.71 (n=2) | "
+                                "+4.00 | 0.67 |\n"));
+  CHECK_THAT(t, !Catch::Contains("(n=4)") && !Catch::Contains("(n=6)"));
+
+  // Without tree conditions, the plain table keys its rows the same way.
+  std::vector<RunResult> gold;
+  for (const RunResult& r : runs)
+    if (r.trees == "gold") gold.push_back(r);
+  const std::string g = markdown_results_table(gold);
+  INFO(g);
+  CHECK_THAT(g, Catch::Contains("| none, packed documents w=1 | 51.50 ± 0.71 (n=2) | — |\n"));
+  CHECK_THAT(g, Catch::Contains("| shared (bias lr x10), packed documents w=1 | 57.50 ± 0.71 (n=2) | +6.00 |\n"));
+  CHECK_THAT(g, Catch::Contains("| shared (bias lr x10), documents subset | 73.50 ± 0.71 (n=2) | — |\n"));
+
+  // Settings no column shows still part rows, and the rows say which.
+  std::vector<RunResult> noisy;
+  for (std::uint64_t noise_seed : {1, 7}) {
+    RunResult r = tree_run("noise 0.1", "shared", 500, 1, 60.0 + static_cast<double>(noise_seed), 90);
+    r.train_trees = r.dev_trees = "gold";
+    r.tree_noise = 0.1;
+    r.tree_noise_seed = noise_seed;
+    noisy.push_back(r);
+  }
+  RunResult moved = noisy[0];  // the same tree noise from another folder's files: the same row
+  moved.best_dev_accuracy = 63;
+  noisy.push_back(moved);
+  const std::string n = markdown_tree_table(noisy);
+  INFO(n);
+  CHECK_THAT(n, Catch::Contains("| shared [tree_noise_seed=1] | 62.00 ± 1.41 (n=2) |"));
+  CHECK_THAT(n, Catch::Contains("| shared [tree_noise_seed=7] | 67.00 ± 0.00 (n=1) |"));
+  RunResult file_a = tree_run("predicted", "shared", 500, 1, 66, 84), file_b = file_a;
+  file_a.dev_trees = "/a/dev.conllu";
+  file_b.dev_trees = "/b/dev.conllu";
+  file_b.best_dev_accuracy = 68;
+  CHECK_THAT(markdown_tree_table({file_a, file_b}), Catch::Contains("| shared | 67.00 ± 1.41 (n=2) |"));
+  // Without noise the noise seed changes nothing: one row.
+  RunResult quiet_a = tree_run("gold", "shared", 500, 1, 70, 100), quiet_b = quiet_a;
+  quiet_b.tree_noise_seed = 5;
+  quiet_b.best_dev_accuracy = 72;
+  CHECK_THAT(markdown_results_table({quiet_a, quiet_b}),
+             Catch::Contains("| shared (bias lr x10) | 71.00 ± 1.41 (n=2) |"));
+  RunResult other_init = quiet_a;
+  other_init.table_init = "decay";
+  const std::string i = markdown_results_table({quiet_a, other_init});
+  INFO(i);
+  CHECK_THAT(i, Catch::Contains("| shared (bias lr x10) [table_init=zero] | 70.00 ± 0.00 (n=1) |"));
+  CHECK_THAT(i, Catch::Contains("| shared (bias lr x10) [table_init=decay] | 70.00 ± 0.00 (n=1) |"));
 }
