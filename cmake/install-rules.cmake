@@ -1,5 +1,31 @@
 include(CMakePackageConfigHelpers)
 
+# What the package installs that is built, not copied (synattn::compiled's
+# library, the Python module): `cmake --install` after building only one
+# target (say `parse`) found these missing and stopped half-way, leaving a
+# prefix without synattnConfig.cmake. So the install script builds them
+# first, before it copies anything: an install after any build is whole, and
+# one whose build fails installs nothing. (Install rules run in the order
+# they are declared; this one is first. A target added to the list later in
+# configuration, e.g. by python/, is seen: the list is read at generate time.)
+#   synattn_install_builds(<target>...)   adds targets to what the install builds
+function(synattn_install_builds)
+  set_property(TARGET synattn APPEND PROPERTY INTERFACE_SYNATTN_INSTALL_BUILDS ${ARGN})
+endfunction()
+if(TARGET synattn_compiled)
+  synattn_install_builds(synattn_compiled)
+endif()
+install(CODE "
+  set(synattn_built_targets \"$<TARGET_PROPERTY:synattn,INTERFACE_SYNATTN_INSTALL_BUILDS>\")
+  foreach(target IN LISTS synattn_built_targets)
+    message(STATUS \"synattn: building \${target} for the install\")
+    execute_process(COMMAND \"${CMAKE_COMMAND}\" --build \"${PROJECT_BINARY_DIR}\" --target \${target}
+                            --config \"\${CMAKE_INSTALL_CONFIG_NAME}\" RESULT_VARIABLE synattn_build_rc)
+    if(NOT synattn_build_rc EQUAL 0)
+      message(FATAL_ERROR \"synattn: building \${target} for the install failed: nothing was installed\")
+    endif()
+  endforeach()")
+
 set(SYNATTN_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/synattn/cmake"
   CACHE STRING "Install path of synattnConfig.cmake, relative to the prefix")
 
