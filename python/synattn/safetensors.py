@@ -1,0 +1,140 @@
+"""safetensors files in pure Python, byte for byte as synattn's C++ writes them.
+
+The format: an 8-byte little-endian header length, a JSON header (tensor
+name -> dtype, shape, data_offsets; "__metadata__" -> string map), padded
+with spaces to a multiple of 8, then the raw little-endian data. synattn's
+writer (io/safetensors.hpp) sorts the header's keys (nlohmann::json's
+object), dumps it compactly, and lays the tensors out in name order (larger
+items first, so each starts aligned); this module does the same, so a file
+it writes is the file the C++ `save_weights` writes for the same values,
+and the C++ `load_weights` reads it with all its checks (names, shapes,
+dtype, finite values).
+
+A checkpoint of synattn's format (train/checkpoint.hpp) carries the metadata
+format = "synattn.checkpoint.v1", dtype, step and optimizer; (1, k)
+parameters are stored with shape [k], as PyTorch keeps them.
+"""
+import json
+import struct
+
+import numpy as np
+
+__all__ = ["save_file", "load_file", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+
+CHECKPOINT_FORMAT = "synattn.checkpoint.v1"
+
+_DTYPES = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
+    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+    "U8": np.dtype("u1"), "BOOL": np.dtype("?"),
+}
+_RESERVED = ("format", "dtype", "step", "optimizer")
+
+
+def _name_of(dtype):
+    for name, dt in _DTYPES.items():
+        if dt == dtype:
+            return name
+    return None
+
+
+def _as_numpy(value, name):
+    if hasattr(value, "detach"):  # a torch tensor: its CPU copy (a view when it is on the CPU already)
+        value = value.detach().cpu().numpy()
+    a = np.asarray(value)
+    dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    if _name_of(dt) is None:
+        raise TypeError(f"safetensors: tensor '{name}' has dtype {a.dtype}, which the format has no name for")
+    return np.ascontiguousarray(a, dtype=dt)
+
+
+def save_file(path, tensors, metadata=None):
+    """Writes {name: array or tensor} with optional {str: str} metadata to `path`."""
+    arrays = {}
+    for name, value in tensors.items():
+        if not isinstance(name, str):
+            raise TypeError(f"safetensors: tensor names are strings, got {name!r}")
+        if name == "__metadata__":
+            raise ValueError("safetensors: a tensor may not be called '__metadata__'")
+        arrays[name] = _as_numpy(value, name)
+    order = sorted(arrays, key=lambda n: n)  # the C++ writer's std::map order
+    order.sort(key=lambda n: -arrays[n].dtype.itemsize)  # then larger items first (a stable sort)
+    header = {}
+    if metadata:
+        for k, v in metadata.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TypeError("safetensors: metadata keys and values are strings")
+        header["__metadata__"] = dict(metadata)
+    offset = 0
+    for name in order:
+        a = arrays[name]
+        header[name] = {"dtype": _name_of(a.dtype), "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for name in order:
+            f.write(arrays[name].tobytes())
+
+
+def load_file(path):
+    """(tensors {name: numpy array}, metadata {str: str}) of the file at `path`."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise ValueError(f"{path}: header length {n} runs past the end of the file ({len(data)} bytes)")
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: the header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: the header is not a JSON object")
+    metadata = header.pop("__metadata__", {}) or {}
+    base = 8 + n
+    tensors = {}
+    for name, entry in header.items():
+        try:
+            dtype = _DTYPES[entry["dtype"]]
+            shape = tuple(int(s) for s in entry["shape"])
+            begin, end = (int(x) for x in entry["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: tensor '{name}' has a malformed entry {entry!r}") from None
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if begin < 0 or end < begin or base + end > len(data) or end - begin != count * dtype.itemsize:
+            raise ValueError(f"{path}: tensor '{name}' has data_offsets [{begin}, {end}] that do not fit "
+                             f"dtype {entry['dtype']} x shape {list(shape)} inside the file")
+        tensors[name] = np.frombuffer(data, dtype=dtype, count=count, offset=base + begin).reshape(shape).copy()
+    return tensors, metadata
+
+
+def save_checkpoint(path, tensors, step=0, extra=None):
+    """A weights-only checkpoint in synattn's format (what C++ save_weights writes): all tensors share one float dtype."""
+    arrays = {k: _as_numpy(v, k) for k, v in tensors.items()}
+    dtypes = {a.dtype for a in arrays.values()}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in (np.dtype("<f4"), np.dtype("<f8")):
+        raise TypeError(f"save_checkpoint: every tensor must be float32, or every one float64; got {sorted(map(str, dtypes))}")
+    for name, a in arrays.items():
+        if name.startswith("optimizer."):
+            raise ValueError(f"save_checkpoint: parameter name '{name}' is reserved (optimizer.* holds optimiser state)")
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise ValueError(f"save_checkpoint: parameter '{name}' has a non-finite value at flat index {int(np.argmax(bad.ravel()))}")
+    metadata = {}
+    for k, v in (extra or {}).items():
+        if k in _RESERVED or k.startswith("optimizer."):
+            raise ValueError(f"save_checkpoint: extra metadata key '{k}' is reserved (format, dtype, step, optimizer, optimizer.*)")
+        metadata[k] = v
+    metadata.update(format=CHECKPOINT_FORMAT, dtype=_name_of(next(iter(dtypes))), step=str(int(step)), optimizer="none")
+    save_file(path, arrays, metadata)
+
+
+def load_checkpoint(path):
+    """(tensors, metadata) of a checkpoint; optimiser state tensors are left out."""
+    tensors, metadata = load_file(path)
+    return {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}, metadata
