@@ -8,8 +8,14 @@ set -euo pipefail
 # (dpkg-deb, which it also uses, is part of every Debian system).
 # libsentencepiece-dev: the raw-text test trains a SentencePiece model to
 # show word spans becoming subword distances.
+# The Python package (python/, SYNATTN_PYTHON=AUTO) and its pytest suite:
+# pybind11, NumPy and the headers to build it, torch, pytest and
+# SentencePiece (the subword test trains a tiny model) to test it; pip and
+# setuptools for `pip install --no-build-isolation --no-deps ./python`.
 packages=(cmake ninja-build g++ make libeigen3-dev catch2 libbenchmark-dev nlohmann-json3-dev pkg-config
-  libsentencepiece-dev)
+  libsentencepiece-dev
+  python3-dev python3-pybind11 pybind11-dev python3-numpy python3-torch python3-pytest python3-sentencepiece
+  python3-pip python3-setuptools)
 # The fuzz preset needs clang with libFuzzer and its sanitizer runtimes.
 if [[ "${SYNATTN_WITH_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-dev)
