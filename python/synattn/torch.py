@@ -105,34 +105,29 @@ class _AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, layer, call, x, memory, *params):
-        kernel, args = call
-        arrays = [p.detach().numpy() for p in params]
+        kernel, args, arrays = call
         out, cache = kernel.forward_any(arrays, x, memory, args)
-        ctx.kernel, ctx.args, ctx.cache = kernel, args, cache
+        ctx.kernel, ctx.args, ctx.arrays, ctx.cache = kernel, args, arrays, cache
         ctx.trainable = [p.requires_grad for p in params]
         ctx.has_memory = memory is not None
+        # Saved so that autograd refuses a backward after an in-place change of x or of a Parameter.
         ctx.save_for_backward(x, memory if memory is not None else torch.empty(0), *params)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
-        x, memory, *params = ctx.saved_tensors
-        arrays = [p.detach().numpy() for p in params]
+        x, memory = ctx.saved_tensors[:2]
+        arrays = ctx.arrays
         if ctx.cache is None:  # used by an earlier backward of this graph: replay the forward
             _, ctx.cache = ctx.kernel.forward_any(arrays, x, memory if ctx.has_memory else None, ctx.args)
         cache, ctx.cache = ctx.cache, None
+        if dout.dtype != x.dtype:
+            raise TypeError(f"SyntaxBiasedAttention.backward: the output gradient has dtype {dout.dtype}, "
+                            f"expected {x.dtype}")
         g = dout.detach().contiguous().numpy()
-        if g.dtype != arrays[0].dtype:
-            raise TypeError(f"SyntaxBiasedAttention.backward: the output gradient has dtype {g.dtype}, "
-                            f"expected {arrays[0].dtype}")
-        dx, dmem, flat = ctx.kernel.kernel.backward(arrays, cache, g.reshape(-1, g.shape[-1]))
-        flat = torch.from_numpy(flat)
-        grads, at = [], 0
-        for p, trainable in zip(params, ctx.trainable):
-            n = p.numel()
-            grads.append(flat[at:at + n].view(p.shape) if trainable else None)
-            at += n
+        dx, dmem, views = ctx.kernel.kernel.backward(arrays, cache, g.reshape(-1, g.shape[-1]))
+        grads = [torch.from_numpy(v) if t else None for v, t in zip(views, ctx.trainable)]
         dx = torch.from_numpy(dx).view(x.shape) if ctx.needs_input_grad[2] else None
         dmem = torch.from_numpy(dmem).view(memory.shape) if ctx.has_memory and ctx.needs_input_grad[3] else None
         return (None, None, dx, dmem, *grads)
@@ -190,6 +185,7 @@ class SyntaxBiasedAttention(torch.nn.Module):
             opts["bucketing"] = bucketing
         self._options = opts
         self._kernels = {}
+        self._arrays_cache = None
         kernel = self._kernel(dtype)
         self._infos = kernel.kernel.parameter_infos()
         flat = torch.from_numpy(kernel.kernel.initial_parameters())
@@ -229,6 +225,7 @@ class SyntaxBiasedAttention(torch.nn.Module):
         # The compiled kernels do not pickle; they are rebuilt from the options on first use.
         state = self.__dict__.copy()
         state["_kernels"] = {}
+        state["_arrays_cache"] = None
         return state
 
     def _kernel(self, dtype):
@@ -237,7 +234,16 @@ class SyntaxBiasedAttention(torch.nn.Module):
         return self._kernels[dtype]
 
     def _params(self):
-        return [getattr(self, name) for name, _, _ in self._infos]
+        # Registration order is the C++ layer's order; _parameters is a plain dict (getattr on a Module is slow).
+        return list(self._parameters.values())
+
+    def _arrays(self, params):
+        """NumPy views of the Parameters, cached while their storage stays where it is (an optimiser's in-place
+        step keeps it; .data = ..., .double() or load_state_dict(assign) move it, and the views are rebuilt)."""
+        key = tuple(p.data_ptr() for p in params) + (params[0].dtype,)
+        if self._arrays_cache is None or self._arrays_cache[0] != key:
+            self._arrays_cache = (key, [p.detach().numpy() for p in params])
+        return self._arrays_cache[1]
 
     def _repack(self):
         """Lays the parameters out in one flat buffer in the C++ order, so Wq/Wk/Wv and bq/bk/bv are adjacent
@@ -272,13 +278,16 @@ class SyntaxBiasedAttention(torch.nn.Module):
         memory_size), memory_lengths, buckets (B, n, n_kv). Packed documents: packed=synattn.pack_documents(...)
         (x (B, n, d_model), the lengths are the packed ones; the fused, linear-memory path)."""
         fn = "SyntaxBiasedAttention.forward"
-        dtype = self.dtype
         params = self._params()
-        if any(p.device.type != "cpu" for p in params):
+        dtype = params[0].dtype
+        if params[0].device.type != "cpu":
             raise ValueError(f"{fn}: the layer's parameters are not on the CPU; synattn computes on the CPU")
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{fn}: 'x' must be a torch.Tensor, got {type(x).__name__}")
-        _array(x, "x", dtype, fn)  # device and dtype checks before any shape use
+        if x.device.type != "cpu":
+            raise ValueError(f"{fn}: 'x' is on {x.device}; synattn computes on the CPU (move it with .cpu())")
+        if x.dtype != dtype:
+            raise TypeError(f"{fn}: 'x' has dtype {x.dtype}, expected {dtype}")
         if x.dim() != 3:
             raise ValueError(f"{fn}: 'x' has shape {tuple(x.shape)}, expected (batch, n, d_model)")
         batch, n = x.shape[0], x.shape[1]
@@ -312,16 +321,15 @@ class SyntaxBiasedAttention(torch.nn.Module):
         args = tuple(args)
         inputs_need_grad = x.requires_grad or (memory is not None and memory.requires_grad)
         need_grad = torch.is_grad_enabled() and (inputs_need_grad or any(p.requires_grad for p in params))
+        arrays = self._arrays(params)
         if not need_grad and args[5] < 0:
             # Inference: infer() keeps nothing for a backward pass.
             with torch.no_grad():
-                arrays = [p.detach().numpy() for p in params]
                 return kernel.infer(arrays, x.detach(), None if memory is None else memory.detach(), args)
         if not need_grad:
             with torch.no_grad():
-                arrays = [p.detach().numpy() for p in params]
                 return kernel.forward_any(arrays, x, memory, args)[0]
-        return _AttentionFunction.apply(self, (kernel, args), x, memory, *params)
+        return _AttentionFunction.apply(self, (kernel, args, arrays), x, memory, *params)
 
     # ---- checkpoints ----
     def save_weights(self, path, extra=None):

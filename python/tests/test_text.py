@@ -113,3 +113,14 @@ def test_sentencepiece_pieces_to_subword_buckets(pipeline, sentencepiece_model):
     assert (b.buckets[0, len(maps[0]):, :] == -1).all() or len(maps[0]) == b.n
     assert b.lengths.tolist() == [len(m) for m in maps]
     assert np.issubdtype(b.buckets.dtype, np.int8)
+
+
+def test_the_python_example_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    script = os.path.join(ROOT, "examples", "python", "syntax_attention_demo.py")
+    r = subprocess.run([sys.executable, script, "The cat sat."], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "nsubj" in r.stdout and "wrote" in r.stdout

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""synattn from Python, side by side in one run, one thread: the C++ layer's own forward + backward, the
+same through synattn.torch (the binding's overhead), and plain PyTorch (the seed design's module,
+bench/pytorch_reference.py: nn.Linear projections, an nn.Embedding distance bias that gets a gradient,
+-inf masking, softmax, P V; backward by autograd).
+
+    PYTHONPATH=build/py/python /usr/bin/python3 bench/bench_python.py [--runs 5] [--json FILE]
+
+Shapes (batch, n, d_model, heads): (16, 128, 512, 8), (4, 512, 512, 8), (1, 1024, 256, 4), (1, 16, 256, 4),
+float32, linear(10) buckets of random trees (time does not depend on the tree). Then a packed document of
+n = 4,096 (the first EWT train sentences that fit, as bench_attention's documents/ cases) with a sentence
+window of 1: synattn.torch with packed= (the fused, linear-memory path) against PyTorch's dense n x n path
+(bench/pytorch_documents.py, run as is); each in a child process of its own, so each peak resident memory
+(VmHWM, reset before the pass, over what was resident before it) is its own.
+
+Per case: a warm-up, then --runs timed runs of enough steps to last --min-time seconds each; the median
+per-step time. OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1), and OpenBLAS's kernel
+forced to SkylakeX unless OPENBLAS_CORETYPE is set (bench/pytorch_reference.py says why). Before each case
+the run waits (up to --quiet-wait s) until the machine's other processes leave the cores idle.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from pytorch_documents import reset_resident_peak, resident_mb, resident_peak_mb, sentence_lengths  # noqa: E402
+from pytorch_reference import cpu_busy, make_module_class, wait_for_quiet  # noqa: E402
+
+import synattn  # noqa: E402
+import synattn.torch as st  # noqa: E402
+
+SHAPES = [(16, 128, 512, 8), (4, 512, 512, 8), (1, 1024, 256, 4), (1, 16, 256, 4)]
+
+
+def timed(step, runs, min_time):
+    step()
+    t0 = time.perf_counter()
+    step()
+    once = max(time.perf_counter() - t0, 1e-6)
+    iters = max(1, int(min_time / once))
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            step()
+        times.append((time.perf_counter() - t0) / iters)
+    return statistics.median(times)
+
+
+def random_trees(lengths, rng):
+    trees = []
+    for n in lengths:
+        order = rng.permutation(n)
+        heads = [-1] * n
+        for k in range(1, n):
+            heads[order[k]] = int(order[rng.integers(0, k)])
+        trees.append(synattn.Tree(heads))
+    return trees
+
+
+def shape_case(shape, runs, min_time):
+    B, n, d, h = shape
+    rng = np.random.default_rng(0)
+    bucketing = synattn.Bucketing.linear(10)
+    batch = synattn.bucket_batch(random_trees([n] * B, rng), bucketing)
+    layer = st.SyntaxBiasedAttention(d, h, bucketing=bucketing)
+    with torch.no_grad():
+        layer.table.normal_(0, 0.5)
+    x = torch.randn(B, n, d, requires_grad=True)
+    G = torch.randn(B, n, d)
+    buckets = torch.from_numpy(batch.buckets)
+    lengths = batch.lengths.tolist()
+
+    # The C++ layer alone: the same kernel and parameters, the loop in C++.
+    kernel = layer._kernel(torch.float32).kernel
+    arrays = [p.detach().numpy() for p in layer._params()]
+    xa, ga = x.detach().numpy().reshape(B * n, d), G.numpy().reshape(B * n, d)
+    bflat = batch.buckets.reshape(B * n, n)
+    kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)  # warm-up
+    once = kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
+    iters = max(1, int(min_time / max(once, 1e-6)))
+    cpp_loop = statistics.median(
+        [kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, iters) for _ in range(runs)])
+
+    def module_step():
+        for p in layer.parameters():
+            p.grad = None
+        x.grad = None
+        layer(x, lengths, buckets).backward(G)
+
+    py = timed(module_step, runs, min_time)
+
+    ref = make_module_class(torch)(d, h)
+    dist = torch.from_numpy(np.stack([t.distances() for t in random_trees([n] * B, rng)]).astype(np.int64))
+
+    def torch_step():
+        for p in ref.parameters():
+            p.grad = None
+        x.grad = None
+        ref(x, dist).backward(G)
+
+    pt = timed(torch_step, runs, min_time)
+    return {"shape": list(shape), "cpp_ms": cpp_loop * 1e3, "module_ms": py * 1e3, "torch_ms": pt * 1e3,
+            "overhead": py / cpp_loop, "vs_torch": pt / py}
+
+
+def document_child(n, window, runs):
+    """synattn.torch on the packed document: median forward + backward and the first pass's peak memory."""
+    torch.manual_seed(0)
+    lengths, words, trees = [], 0, []
+    conllu = ROOT / "data/ud/UD_English-EWT/en_ewt-ud-train.conllu"
+    sentences = synattn.read_conllu(conllu)
+    for s in sentences:
+        if words + len(s) > n:
+            break
+        trees.append(s.tree())
+        words += len(s)
+    bucketing = synattn.Bucketing.linear(10)
+    packed = synattn.pack_documents([trees], bucketing, window=window)
+    layer = st.SyntaxBiasedAttention(512, 8, bucketing=bucketing)
+    x = torch.randn(1, n, 512, requires_grad=True)
+    dout = torch.randn(1, n, 512)
+    # The packed input has `words` positions: the rest of the n is not there at all (the dense path pads).
+    xw = x[:, :words]
+
+    def step():
+        for p in layer.parameters():
+            p.grad = None
+        x.grad = None
+        layer(xw, packed=packed).backward(dout[:, :words])
+
+    reset_resident_peak()
+    before = resident_mb()
+    step()
+    peak = resident_peak_mb() - before
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return {"n": n, "window": window, "words": words, "layer_ms": statistics.median(times) * 1e3,
+            "layer_peak_MB": peak}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--quiet-wait", type=float, default=60.0)
+    ap.add_argument("--json", help="append the results here (one JSON object)")
+    ap.add_argument("--shapes", help="only these shapes, e.g. 1x16x256x4,16x128x512x8")
+    ap.add_argument("--no-document", action="store_true", help="skip the packed-document comparison")
+    ap.add_argument("--document-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--window", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    synattn.set_num_threads(1)
+    if args.document_child:
+        print(json.dumps(document_child(args.n, args.window, args.runs)))
+        return 0
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
+              "torch": torch.__version__, "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                                                       if l.startswith("model name")), "?"),
+              "shapes": [], "busy_before": []}
+    shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    for shape in shapes:
+        wait_for_quiet(args.quiet_wait)
+        result["busy_before"].append(round(cpu_busy(0.5), 2))
+        r = shape_case(shape, args.runs, args.min_time)
+        print(json.dumps(r), flush=True)
+        result["shapes"].append(r)
+    if args.no_document:
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(result) + "\n")
+        return 0
+    env = dict(os.environ)
+    wait_for_quiet(args.quiet_wait)
+    mine = subprocess.run([sys.executable, __file__, "--document-child", "--n", str(args.n), "--window",
+                           str(args.window), "--runs", "3"], capture_output=True, text=True, env=env, check=True)
+    result["document_synattn"] = json.loads(mine.stdout.strip().splitlines()[-1])
+    wait_for_quiet(args.quiet_wait)
+    theirs = subprocess.run([sys.executable, str(HERE / "pytorch_documents.py"), "--n", str(args.n), "--window",
+                             str(args.window), "--runs", "3"], capture_output=True, text=True, env=env, check=True)
+    result["document_torch"] = json.loads(theirs.stdout.strip().splitlines()[-1])
+    d, t = result["document_synattn"], result["document_torch"]
+    result["document_speedup"] = t["layer_ms"] / d["layer_ms"]
+    result["document_memory_ratio"] = d["layer_peak_MB"] / t["layer_peak_MB"]
+    print(json.dumps({k: result[k] for k in ("document_synattn", "document_torch", "document_speedup",
+                                             "document_memory_ratio")}))
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
