@@ -38,7 +38,7 @@
 #include "util/parameters.hpp"
 #include "util/random.hpp"
 #include "util/cpu_features.hpp"
-#include "util/simd_notice.hpp"
+#include "kernels/simd_notice.hpp"
 #include "util/memory.hpp"
 
 #include "nn/common.hpp"

@@ -1,17 +1,18 @@
-// The one-time SIMD notice (util/simd_notice.hpp) and the feature sets it
+// The one-time SIMD notice (kernels/simd_notice.hpp) and the feature sets it
 // compares (util/cpu_features.hpp).
 //
 // Built twice: natively (test_simd_notice: -march=native, so this CPU has
 // nothing the build lacks) and, on x86-64, as test_simd_notice_baseline with
-// -march=x86-64 (a consumer's default flags), where the layer must print the
-// notice. The text states which hot paths the dispatched kernel set covers.
+// -march=x86-64 (a consumer's default flags) and the portable kernels only
+// (SYNATTN_PORTABLE_KERNELS), where nothing makes up for the flags and the
+// layer must print the notice.
 // The "[.process]" cases need a process of their own (the decision is taken
 // once per process); tests/CMakeLists.txt runs each one alone.
 #include <catch2/catch.hpp>
 
 #include <synattn/attention/syntax_attention.hpp>
 #include <synattn/util/cpu_features.hpp>
-#include <synattn/util/simd_notice.hpp>
+#include <synattn/kernels/simd_notice.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,12 +30,11 @@ constexpr CpuFeature kAvx2Machine = kSse4 | CpuFeature::avx | CpuFeature::avx2 |
 namespace k = synattn::kernels;
 constexpr k::KernelSet kAvx2Set = k::kernel_set_for(synattn::KernelIsa::avx2);
 constexpr k::KernelSet kPortableSet = k::kernel_set_for(synattn::KernelIsa::portable);
-constexpr k::GemmRule kBaselineRule = k::gemm_rule(CpuFeature::none);
+constexpr k::KernelSet kAvx512Set = k::kernel_set_for(synattn::KernelIsa::avx512);
+constexpr k::KernelSet kNeonSet = k::kernel_set_for(synattn::KernelIsa::neon);
 
-// The notice as the layer would print it on an AVX2 machine with the avx2 set.
-std::string avx2_notice(CpuFeature build) {
-  return synattn::simd_notice_text(kAvx2Machine, build, kAvx2Set, k::gemm_rule(build));
-}
+// The notice as the layer would print it on an AVX2 machine with the portable set.
+std::string portable_notice(CpuFeature build) { return synattn::simd_notice_text(kAvx2Machine, build, kPortableSet); }
 
 std::string read_all(std::FILE* f) {
   std::fflush(f);
@@ -78,7 +78,7 @@ std::size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-const std::string kHead = "synattn: this build is compiled for ";
+const std::string kHead = "synattn: built for ";
 
 }  // namespace
 
@@ -92,58 +92,30 @@ TEST_CASE("feature sets combine and name their members in a fixed order", "[simd
   CHECK_FALSE(synattn::has(kAvx2Machine, CpuFeature::none));
 }
 
-TEST_CASE("the notice states what the dispatched kernels cover and what runs at the build's flags",
+TEST_CASE("the notice is one short line, printed only when no run-time kernel makes up for the flags",
           "[simd_notice]") {
-  SECTION("AVX2 machine, default x86-64 flags, avx2 set: a statement, not a call to rebuild") {
-    const std::string text = avx2_notice(CpuFeature::none);
+  SECTION("portable kernels, default x86-64 flags, an AVX2 machine: the line and what to do") {
+    const std::string text = portable_notice(CpuFeature::none);
     CHECK(text ==
-          "synattn: this build is compiled for the x86-64 baseline; this CPU also has SSE4.1 SSE4.2 AVX AVX2 FMA. "
-          "Chosen at run time, the attention row kernels run avx2 and the layers' matrix products run the avx2 "
-          "GEMM where m, n >= 8 and m n k >= 4096; Eigen's other code (smaller products, elementwise work) runs at "
-          "the build's flags. Compiling for this machine (synattn::native) measured -2 to +7 % on the attention "
-          "layer's passes: docs/building.md, \"Compiling for this machine\". SYNATTN_SIMD_NOTICE=0 or "
-          "synattn::set_simd_notice(false) turns this line off.\n");
-    CHECK_THAT(text, !Catch::Contains("-march=native") && !Catch::Contains("README"));
+          "synattn: built for the x86-64 baseline with no run-time kernels; this CPU also has SSE4.1 SSE4.2 AVX AVX2 "
+          "FMA: build with synattn::native or -march=native (SYNATTN_SIMD_NOTICE=0 silences this)\n");
     CHECK(count(text, "\n") == 1);
+    CHECK(text.size() <= 200);
   }
-  SECTION("AVX2 machine, AVX (Sandy Bridge) flags: the rule at those flags, the features still unused") {
-    const std::string text = avx2_notice(kSse4 | CpuFeature::avx);
-    CHECK_THAT(text, Catch::Contains(kHead + "SSE4.1 SSE4.2 AVX; this CPU also has AVX2 FMA. "));
-    CHECK_THAT(text, Catch::Contains("GEMM where " + k::gemm_rule_text(k::gemm_rule(kSse4 | CpuFeature::avx))));
+  SECTION("portable kernels, AVX (Sandy Bridge) flags: the features still unused") {
+    CHECK_THAT(portable_notice(kSse4 | CpuFeature::avx),
+               Catch::StartsWith(kHead + "SSE4.1 SSE4.2 AVX with no run-time kernels; this CPU also has AVX2 FMA: "));
   }
-  SECTION("AVX-512 build flags on a CPU with more: the GEMM at the AVX2 rule, the row kernels dispatched") {
-    const CpuFeature build = kAvx2Machine | CpuFeature::avx512f;
-    const std::string text =
-        synattn::simd_notice_text(build | CpuFeature::avx512bw, build, kAvx2Set, k::gemm_rule(build));
-    CHECK_THAT(text, Catch::Contains("this CPU also has AVX512BW. "));
-    CHECK_THAT(text, Catch::Contains("row kernels run avx2 and the layers' matrix products run the avx2 GEMM where "
-                                     "m, n >= 32 and m n k >= 131072; Eigen's other code"));
-  }
-  SECTION("a kernel set with row kernels and no GEMM (NEON's): Eigen runs every product") {
-    const CpuFeature build = kAvx2Machine | CpuFeature::avx512f;
-    const std::string text = synattn::simd_notice_text(
-        build | CpuFeature::avx512bw, build, k::kernel_set_for(synattn::KernelIsa::neon), k::gemm_rule(build));
-    CHECK_THAT(text, Catch::Contains("row kernels run neon; Eigen's code (every matrix product, elementwise work) "
-                                     "runs at the build's flags."));
-    CHECK_THAT(text, !Catch::Contains("GEMM"));
-  }
-  SECTION("portable kernel set: nothing dispatched, so the line names the flags that would help") {
-    const std::string text = synattn::simd_notice_text(kAvx2Machine | CpuFeature::avx512f, CpuFeature::none,
-                                                       kPortableSet, kBaselineRule);
-    CHECK_THAT(text, Catch::Contains(kHead + "the x86-64 baseline; this CPU also has SSE4.1 SSE4.2 AVX AVX2 FMA "
-                                             "AVX512F. No kernel chosen at run time uses them (kernel set: "
-                                             "portable)"));
-    CHECK_THAT(text, Catch::Contains("(or -msse4.1 -msse4.2 -mavx -mavx2 -mfma -mavx512f)"));
-    CHECK_THAT(text, Catch::Contains("docs/building.md, \"Compiling for this machine\""));
-    CHECK(count(text, "\n") == 1);
-    CHECK(text.back() == '\n');
-  }
-  SECTION("nothing missing: no notice") {
-    CHECK(avx2_notice(kAvx2Machine).empty());
-    CHECK(synattn::simd_notice_text(kAvx2Machine, kAvx2Machine | CpuFeature::avx512f, kAvx2Set, kBaselineRule)
+  SECTION("run-time kernels cover the hot paths: silent, whatever the flags leave unused") {
+    CHECK(synattn::simd_notice_text(kAvx2Machine, CpuFeature::none, kAvx2Set).empty());
+    CHECK(synattn::simd_notice_text(kAvx2Machine | CpuFeature::avx512f | CpuFeature::avx512bw, kSse4, kAvx512Set)
               .empty());
-    CHECK(synattn::simd_notice_text(CpuFeature::none, CpuFeature::none, kPortableSet, kBaselineRule)
-              .empty());  // non-x86: nothing known
+    CHECK(synattn::simd_notice_text(kAvx2Machine, CpuFeature::none, kNeonSet).empty());  // row kernels only
+  }
+  SECTION("nothing missing: no notice, even with the portable set") {
+    CHECK(portable_notice(kAvx2Machine).empty());
+    CHECK(synattn::simd_notice_text(kAvx2Machine, kAvx2Machine | CpuFeature::avx512f, kPortableSet).empty());
+    CHECK(synattn::simd_notice_text(CpuFeature::none, CpuFeature::none, kPortableSet).empty());  // non-x86: nothing known
   }
 }
 
@@ -159,7 +131,7 @@ TEST_CASE("the CPU supports at least what this program was compiled for", "[simd
 }
 
 TEST_CASE("the notice state prints once, and is silenced by the switch or the environment", "[simd_notice]") {
-  const std::string text = avx2_notice(kSse4);
+  const std::string text = portable_notice(kSse4);
   std::FILE* out = std::tmpfile();
   REQUIRE(out != nullptr);
   synattn::detail::SimdNoticeState state;
@@ -210,11 +182,11 @@ std::string construct_layers_capturing_stderr() {
 }
 
 // The notice this process should print: in the baseline build (default
-// x86-64 flags) on any CPU with SSE4.1 or better it must not be empty, or the
-// test below would pass without testing anything.
+// x86-64 flags, portable kernels) on any CPU with SSE4.1 or better it must
+// not be empty, or the test below would pass without testing anything.
 std::string expected_notice() {
   const std::string text = synattn::simd_notice_text(synattn::cpu_features(), synattn::build_cpu_features(),
-                                                     k::kernel_set(), k::gemm_rule(synattn::build_cpu_features()));
+                                                     k::kernel_set_for(k::detail::default_isa()));
 #if defined(SYNATTN_TEST_BASELINE_BUILD)
   if (synattn::has(synattn::cpu_features(), CpuFeature::sse4_1)) REQUIRE_FALSE(text.empty());
 #endif

@@ -62,7 +62,7 @@
 #include "../util/parameter_access.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
-#include "../util/simd_notice.hpp"
+#include "../kernels/simd_notice.hpp"
 #include "attention_cache.hpp"
 #include "blocks.hpp"
 #include "inputs.hpp"

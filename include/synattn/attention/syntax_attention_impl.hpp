@@ -37,7 +37,7 @@ template <class Scalar>
 SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& options) : options_(options) {
   options_.validate();
   attention_detail::validate_options_for<Scalar>(options_, attention_detail::scalar_name<Scalar>());
-  simd_notice();  // once per process: names the -march flags this build lacks (util/simd_notice.hpp)
+  simd_notice();  // once per process: when this build leaves the CPU unused (kernels/simd_notice.hpp)
   const Index h = options_.heads, d = options_.d_model;
   dk_ = options_.resolved_key_size();
   dv_ = options_.resolved_value_size();
