@@ -11,6 +11,10 @@ cmake_minimum_required(VERSION 3.16)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_snippets: pass -DSOURCE_DIR=<the checkout>")
 endif()
+# A relative SOURCE_DIR (say '.') is taken from the working directory: the
+# globs below give paths relative to it, which must compare equal to the
+# markdown names whatever form it was given in.
+get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
 set(fence "```")
 file(GLOB docs RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/docs/*.md")
