@@ -46,21 +46,6 @@ import synattn.torch as st  # noqa: E402
 SHAPES = [(16, 128, 512, 8), (4, 512, 512, 8), (1, 1024, 256, 4), (1, 16, 256, 4)]
 
 
-def timed(step, runs, min_time):
-    step()
-    t0 = time.perf_counter()
-    step()
-    once = max(time.perf_counter() - t0, 1e-6)
-    iters = max(1, int(min_time / once))
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            step()
-        times.append((time.perf_counter() - t0) / iters)
-    return statistics.median(times)
-
-
 def random_trees(lengths, rng):
     trees = []
     for n in lengths:
@@ -90,19 +75,12 @@ def shape_case(shape, runs, min_time):
     arrays = [p.detach().numpy() for p in layer._params()]
     xa, ga = x.detach().numpy().reshape(B * n, d), G.numpy().reshape(B * n, d)
     bflat = batch.buckets.reshape(B * n, n)
-    kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)  # warm-up
-    once = kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
-    iters = max(1, int(min_time / max(once, 1e-6)))
-    cpp_loop = statistics.median(
-        [kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, iters) for _ in range(runs)])
 
     def module_step():
         for p in layer.parameters():
             p.grad = None
         x.grad = None
         layer(x, lengths, buckets).backward(G)
-
-    py = timed(module_step, runs, min_time)
 
     ref = make_module_class(torch)(d, h)
     dist = torch.from_numpy(np.stack([t.distances() for t in random_trees([n] * B, rng)]).astype(np.int64))
@@ -113,9 +91,31 @@ def shape_case(shape, runs, min_time):
         x.grad = None
         ref(x, dist).backward(G)
 
-    pt = timed(torch_step, runs, min_time)
-    return {"shape": list(shape), "cpp_ms": cpp_loop * 1e3, "module_ms": py * 1e3, "torch_ms": pt * 1e3,
-            "overhead": py / cpp_loop, "vs_torch": pt / py}
+    # Iterations per run: enough for min_time, measured once after a warm-up of each.
+    kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
+    once = kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
+    iters = max(1, int(min_time / max(once, 1e-6)))
+    module_step()
+    torch_step()
+    t0 = time.perf_counter()
+    torch_step()
+    torch_iters = max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
+
+    def loop(step, k):
+        t0 = time.perf_counter()
+        for _ in range(k):
+            step()
+        return (time.perf_counter() - t0) / k
+
+    # The three interleaved run by run, so that a load from elsewhere falls on all of them alike.
+    cpp, py, pt = [], [], []
+    for _ in range(runs):
+        cpp.append(kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, iters))
+        py.append(loop(module_step, iters))
+        pt.append(loop(torch_step, torch_iters))
+    cpp, py, pt = statistics.median(cpp), statistics.median(py), statistics.median(pt)
+    return {"shape": list(shape), "cpp_ms": cpp * 1e3, "module_ms": py * 1e3, "torch_ms": pt * 1e3,
+            "overhead": py / cpp, "vs_torch": pt / py}
 
 
 def document_child(n, window, runs):

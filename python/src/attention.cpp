@@ -158,7 +158,7 @@ class Kernel {
     const std::vector<int> lengths = lengths_of(fn, "lengths", lengths_obj);
     const py::array_t<std::int8_t> buckets = bucket_array(fn, buckets_obj);
     Array out({x.shape(0), static_cast<py::ssize_t>(layer_.d_model())});
-    auto cache = std::make_unique<Cache>();
+    std::shared_ptr<Cache> cache = take_cache();
     {
       Bound bound(*this, params, nullptr);
       py::gil_scoped_release free;
@@ -178,7 +178,7 @@ class Kernel {
     const std::vector<int> lkv = lengths_of(fn, "memory_lengths", lkv_obj);
     const py::array_t<std::int8_t> buckets = bucket_array(fn, buckets_obj);
     Array out({xq.shape(0), static_cast<py::ssize_t>(layer_.d_model())});
-    auto cache = std::make_unique<Cache>();
+    std::shared_ptr<Cache> cache = take_cache();
     {
       Bound bound(*this, params, nullptr);
       py::gil_scoped_release free;
@@ -193,7 +193,7 @@ class Kernel {
     const char* fn = "SyntaxBiasedAttention.forward (packed)";
     const Array x = require_array<Scalar>(fn, "x", x_obj, 2);
     Array out({x.shape(0), static_cast<py::ssize_t>(layer_.d_model())});
-    auto cache = std::make_unique<Cache>();
+    std::shared_ptr<Cache> cache = take_cache();
     {
       Bound bound(*this, params, nullptr);
       py::gil_scoped_release free;
@@ -371,20 +371,41 @@ class Kernel {
     }
   }
 
-  static py::object result(Array& out, std::unique_ptr<Cache> cache, bool training) {
-    if (!training) return out;
+  py::object result(Array& out, std::shared_ptr<Cache> cache, bool training) {
+    if (!training) {
+      give_back(std::move(cache));
+      return out;
+    }
     return py::make_tuple(out, py::cast(std::move(cache)));
   }
 
+  // Caches are reused: a forward pass takes one that no Python object holds
+  // any more (its backward pass is done, or its graph was dropped), so the
+  // cache's buffers (the probabilities: batch * heads * n^2 values) are not
+  // allocated and faulted in afresh every step. Under the GIL.
+  std::shared_ptr<Cache> take_cache() {
+    for (auto& c : pool_)
+      if (c.use_count() == 1) return c;
+    if (pool_.size() < kPoolSize) {
+      pool_.push_back(std::make_shared<Cache>());
+      return pool_.back();
+    }
+    return std::make_shared<Cache>();  // many graphs alive at once: beyond the pool, a fresh one
+  }
+  void give_back(std::shared_ptr<Cache> cache) { cache.reset(); }
+
+  static constexpr std::size_t kPoolSize = 4;
+
   Layer layer_;
   std::mutex mutex_;
+  std::vector<std::shared_ptr<Cache>> pool_;
   std::vector<Scalar> scratch_[2];
 };
 
 template <class Scalar>
 void register_kernel(py::module_& m, const char* name, const char* cache_name) {
   using K = Kernel<Scalar>;
-  py::class_<AttentionCache<Scalar>>(m, cache_name,
+  py::class_<AttentionCache<Scalar>, std::shared_ptr<AttentionCache<Scalar>>>(m, cache_name,
                                      "What a training forward pass keeps for its backward pass (opaque; one use)")
       .def_property_readonly("batch", &AttentionCache<Scalar>::batch)
       .def_property_readonly("cross", &AttentionCache<Scalar>::cross);
