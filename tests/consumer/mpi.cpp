@@ -1,8 +1,7 @@
 // Uses the installed synattn::mpi target (find_package(synattn COMPONENTS
 // mpi)): one process (MPI singleton) reduces a small gradient buffer, so a
 // broken export of MPI::MPI_CXX fails loudly.
-#include <synattn/mpi/communicator.hpp>
-#include <synattn/mpi/data_parallel.hpp>
+#include <synattn/mpi.hpp>  // the module header (communicator, ring all-reduce, data parallel)
 
 #include <iostream>
 
