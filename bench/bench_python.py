@@ -38,7 +38,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from pytorch_documents import reset_resident_peak, resident_mb, resident_peak_mb, sentence_lengths  # noqa: E402
-from pytorch_reference import cpu_busy, make_module_class, wait_for_quiet  # noqa: E402
+from pytorch_reference import cpu_busy, make_module_class, reference_blas_refusal, wait_for_quiet  # noqa: E402
 
 import synattn  # noqa: E402
 import synattn.torch as st  # noqa: E402
@@ -168,6 +168,9 @@ def main():
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--window", type=int, default=1)
     args = ap.parse_args()
+    refusal = reference_blas_refusal(torch)  # a peer on the netlib BLAS would flatter synattn 20-30x
+    if refusal:
+        sys.exit(refusal)
     torch.set_num_threads(1)
     synattn.set_num_threads(1)
     if args.document_child:
