@@ -8,11 +8,17 @@
 //   bench_parser --benchmark_filter=.../threads:1  one thread only
 //
 // Counters: words/s (the median iteration's), and the model's parameters.
-// Benchmarks: parse/<model file name>/threads:T for T = 1 and 2.
+// Benchmarks: parse/<model file name>/threads:T for T = 1 and 2; and
+// long/<model file name>/words/N (one thread), one sentence of N = 100, 1,000,
+// 4,000 or 10,000 words (EWT dev's words in order, as one sentence), past
+// the library's limit (parse/sentence_length.hpp) where N is above it, with
+// the process's peak resident memory so far (peak MB: run one N per process,
+// as docs/benchmarks.md does, for that N's own).
 #include <benchmark/benchmark.h>
 
 #include <synattn/io/conllu.hpp>
 #include <synattn/parse/parser_model.hpp>
+#include <synattn/util/resident_memory.hpp>
 
 #include "machine.hpp"
 
@@ -23,6 +29,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +78,37 @@ void parse_corpus(benchmark::State& state, std::shared_ptr<const synattn::parse:
   state.SetItemsProcessed(state.iterations() * corpus.words);
 }
 
+// One sentence of `words` words: EWT dev's forms in order, from its start
+// again when they run out.
+std::vector<std::string> long_sentence(std::size_t words) {
+  const Corpus& corpus = ewt_dev();
+  std::vector<std::string> out;
+  out.reserve(words);
+  while (out.size() < words)
+    for (const auto& s : corpus.sentences)
+      for (const auto& w : s)
+        if (out.size() < words) out.push_back(w);
+  return out;
+}
+
+void parse_long(benchmark::State& state, std::shared_ptr<const synattn::parse::ParserModel> model) {
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+#endif
+  const std::vector<std::vector<std::string>> sentence{long_sentence(static_cast<std::size_t>(state.range(0)))};
+  for (auto _ : state) {
+    const auto parsed = model->parse(sentence, 4096, std::numeric_limits<std::size_t>::max());
+    benchmark::DoNotOptimize(parsed.data());
+  }
+#if defined(_OPENMP)
+  omp_set_num_threads(saved);
+#endif
+  state.counters["words/s"] =
+      benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak MB"] = synattn::resident_peak_bytes() / 1e6;  // the process's so far
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +146,13 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->MinTime(2.0)
           ->UseRealTime();
+    benchmark::RegisterBenchmark(("long/" + name + "/words").c_str(), parse_long, model)
+        ->Arg(100)
+        ->Arg(1000)
+        ->Arg(4000)
+        ->Arg(10000)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   int count = static_cast<int>(args.size());
   synattn_bench::add_machine_context();

@@ -10,6 +10,7 @@
 #include <synattn/error.hpp>
 #include <synattn/io/output_path.hpp>
 #include <synattn/parse/parser.hpp>
+#include <synattn/parse/sentence_length.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 
 #include <cerrno>
@@ -94,7 +95,10 @@ inline const char* kUsage =
     "Without --model (--tokenizer), the shipped English (UD EWT) parser (tokenizer) is used.\n"
     "--format auto (the default) reads CoNLL-U when the input starts like it (a '#' comment or a word line),\n"
     "else raw text: a blank line ends a paragraph, and sentences and words are found by the tokenizer.\n"
-    "--format tokens: one pre-tokenised sentence per line, tokens separated by spaces.\n";
+    "--format tokens: one pre-tokenised sentence per line, tokens separated by spaces.\n"
+    "A sentence may have at most 1000 words (time and memory grow with the square of its length): a longer\n"
+    "CoNLL-U sentence or token line is refused by line; raw text's sentences are cut at 250 tokens.\n";
+static_assert(synattn::parse::kMaxSentenceWords == 1000, "kUsage states the sentence limit");
 
 inline long long parse_integer(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;

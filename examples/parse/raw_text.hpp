@@ -80,7 +80,7 @@ inline int run_parse_text(const ParseConfig& cfg, std::string input, std::ostrea
   const synattn::parse::Pipeline pipeline(load_tokenizer(cfg.tokenizer_path), load_model(cfg.model_path));
   synattn::text::Document doc = pipeline.tokenizer().tokenize(text, name);
   if (doc.sentences.empty()) throw synattn::ParseError(name, 0, "the input holds no text");
-  pipeline.parse_sentences(doc);
+  pipeline.parse_sentences(doc, name);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   long long words = 0;
   for (const auto& s : doc.sentences) words += static_cast<long long>(s.words.size());
@@ -101,7 +101,7 @@ inline int run_eval_raw(const EvalConfig& cfg, std::ostream& out, std::ostream& 
   const auto t0 = std::chrono::steady_clock::now();
   synattn::text::Document system = pipeline.tokenizer().tokenize(gold.text, cfg.gold_path);
   const auto t1 = std::chrono::steady_clock::now();
-  if (!cfg.tokenize_only) pipeline.parse_sentences(system);
+  if (!cfg.tokenize_only) pipeline.parse_sentences(system, cfg.gold_path);
   const auto t2 = std::chrono::steady_clock::now();
   const synattn::text::Conll18Scores scores = synattn::text::evaluate_conll18(gold, system);
   const double tok = std::chrono::duration<double>(t1 - t0).count(), par = std::chrono::duration<double>(t2 - t1).count();

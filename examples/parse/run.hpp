@@ -18,6 +18,7 @@
 #include <synattn/parse/conllu_document.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/parser_model.hpp>
+#include <synattn/parse/sentence_length.hpp>
 #include <synattn/parse/token_text.hpp>
 
 #include <algorithm>
@@ -120,6 +121,10 @@ inline int run_parse(const ParseConfig& cfg, std::istream& stdin_stream, std::os
   } else {
     doc = ConlluDocument::read(in, name);
   }
+  for (std::size_t s = 0; s < doc.size(); ++s) {  // the library's limit, named by file and line
+    const std::string too_long = sentence_length_problem(doc.word_count(s));
+    if (!too_long.empty()) throw synattn::ParseError(name, doc.line(s), "sentence " + doc.label(s) + " has " + too_long);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<ParsedSentence> parsed = model.parse(document_forms(doc));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -144,6 +149,8 @@ inline int run_eval(const EvalConfig& cfg, std::ostream& out, std::ostream& log)
   std::vector<std::vector<std::string>> forms;
   forms.reserve(gold.size());
   for (const auto& s : gold) {
+    const std::string too_long = sentence_length_problem(s.words.size());
+    if (!too_long.empty()) throw synattn::ParseError(cfg.gold_path, s.line, "sentence " + s.label() + " has " + too_long);
     std::vector<std::string> f;
     for (const auto& w : s.words) f.push_back(w.form);
     forms.push_back(std::move(f));

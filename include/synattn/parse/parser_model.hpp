@@ -38,6 +38,7 @@
 #include "parser.hpp"
 #include "parser_batch.hpp"
 #include "parser_vocabulary.hpp"
+#include "sentence_length.hpp"
 
 namespace synattn {
 namespace parse {
@@ -311,13 +312,21 @@ class ParserModel {
   }
 
   // Trees for tokenised sentences (any number; batched by `batch_tokens`
-  // positions, results in input order, the same at any thread count).
+  // positions, results in input order, the same at any thread count). A
+  // sentence of more than `max_words` words is refused before any is parsed
+  // (time and memory grow with the square of the length:
+  // parse/sentence_length.hpp).
   std::vector<ParsedSentence> parse(const std::vector<std::vector<std::string>>& sentences,
-                                    long long batch_tokens = 4096) const {
+                                    long long batch_tokens = 4096,
+                                    std::size_t max_words = kMaxSentenceWords) const {
     std::vector<EncodedSentence> corpus;
     corpus.reserve(sentences.size());
     for (std::size_t s = 0; s < sentences.size(); ++s) {
       if (sentences[s].empty()) throw Error("ParserModel::parse: sentence " + std::to_string(s) + " has no words");
+      const std::string too_long = sentence_length_problem(sentences[s].size(), max_words);
+      if (!too_long.empty()) throw Error("ParserModel::parse: sentence " + std::to_string(s) + " has " + too_long);
+    }
+    for (std::size_t s = 0; s < sentences.size(); ++s) {
       corpus.push_back(encode_words(sentences[s], vocabulary_));
     }
     std::vector<ParsedSentence> out(sentences.size());

@@ -26,6 +26,7 @@
 #include "../text/tokenizer_model.hpp"
 #include "../tree/dependency_tree.hpp"
 #include "parser_model.hpp"
+#include "sentence_length.hpp"
 
 namespace synattn {
 namespace parse {
@@ -53,11 +54,23 @@ class Pipeline {
   const text::TokenizerModel& tokenizer() const noexcept { return tokenizer_; }
   const ParserModel& parser() const noexcept { return parser_; }
 
-  // Sentences of `doc` get their words' heads, relations and tags.
-  void parse_sentences(text::Document& doc) const {
+  // Sentences of `doc` get their words' heads, relations and tags. A
+  // sentence of more than kMaxSentenceWords words (the tokenizer cuts at its
+  // max_sentence_tokens, but multiword tokens expand) is refused before any
+  // is parsed, naming `name`, the sentence and its bytes.
+  void parse_sentences(text::Document& doc, const std::string& name = "<text>") const {
     std::vector<std::vector<std::string>> forms(doc.sentences.size());
-    for (std::size_t s = 0; s < doc.sentences.size(); ++s)
-      for (const text::Word& w : doc.sentences[s].words) forms[s].push_back(w.form);
+    for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
+      const text::Sentence& sentence = doc.sentences[s];
+      const std::string too_long = sentence_length_problem(sentence.words.size());
+      if (!too_long.empty()) {
+        const text::TextSpan span = sentence.span();
+        throw Error(name + ": sentence " + (sentence.sent_id.empty() ? std::to_string(s + 1) : sentence.sent_id) +
+                    " (bytes " + std::to_string(span.bytes.begin) + "-" + std::to_string(span.bytes.end) + ") has " +
+                    too_long);
+      }
+      for (const text::Word& w : sentence.words) forms[s].push_back(w.form);
+    }
     const std::vector<ParsedSentence> parsed = parser_.parse(forms);
     for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
       auto& words = doc.sentences[s].words;
@@ -73,7 +86,7 @@ class Pipeline {
   // (invalid UTF-8: the byte offset).
   text::Document parse_text(const std::string& raw, const std::string& name = "<text>") const {
     text::Document doc = tokenizer_.tokenize(raw, name);
-    parse_sentences(doc);
+    parse_sentences(doc, name);
     return doc;
   }
 

@@ -20,7 +20,8 @@
 // included: the output must be valid CoNLL-U, which is UTF-8); a control
 // character other than tab (a carriage return inside a line means CR-only
 // line ends; the others cannot go into a CoNLL-U field); more than
-// max_tokens tokens on one line (default 1000: longer is almost surely a
+// max_tokens tokens on one line (default kMaxSentenceWords, 1000, the
+// parser's own limit: parse/sentence_length.hpp; longer is almost surely a
 // paragraph or a file without line breaks, and attention costs grow with the
 // square of the length). "\r\n" line ends, a UTF-8 byte-order mark at the
 // start and a last line without '\n' are accepted.
@@ -38,10 +39,12 @@
 #include "../io/conllu.hpp"
 #include "../text/utf8.hpp"
 #include "conllu_document.hpp"
+#include "sentence_length.hpp"
 
 namespace synattn::parse {
 
-inline constexpr std::size_t kMaxTokensPerLine = 1000;
+// One sentence a line: the parser's limit (parse/sentence_length.hpp).
+inline constexpr std::size_t kMaxTokensPerLine = kMaxSentenceWords;
 
 namespace token_text_detail {
 
