@@ -154,3 +154,18 @@ TEST_CASE("encode_utf8 is decode_utf8's inverse and refuses what has no UTF-8 fo
   CHECK_THROWS_WITH(encode_utf8(0x110000, sink), Catch::Contains("U+110000"));
   CHECK(sink.empty());
 }
+
+TEST_CASE("lowercase is Python's str.lower on the scripts treebanks use, and no other", "[utf8]") {
+  using synattn::text::lowercase;
+  CHECK(lowercase(U"ABC xyz 09") == U"abc xyz 09");
+  CHECK(lowercase(U"\u00C0\u00D6\u00D7\u00DE") == U"\u00E0\u00F6\u00D7\u00FE");  // Latin-1; U+00D7 (x) has no case
+  CHECK(lowercase(U"\u0100\u0141\u0178\u017D") == U"\u0101\u0142\u00FF\u017E");  // Latin Extended-A, both parities
+  CHECK(lowercase(U"\u0130") == U"i\u0307");                                     // one character to two
+  CHECK(lowercase(U"\u0391\u03A3\u0386\u038F") == U"\u03B1\u03C3\u03AC\u03CE");  // Greek (every sigma to U+03C3)
+  CHECK(lowercase(U"\u0400\u0410\u042F\u0460") == U"\u0450\u0430\u044F\u0461");  // Cyrillic
+  CHECK(lowercase(U"\u0531\uFF21") == U"\u0561\uFF41");                          // Armenian, fullwidth Latin
+  CHECK(lowercase(U"\u4E2D\u6587 \U0001F600") == U"\u4E2D\u6587 \U0001F600");    // no case: unchanged
+  // Lower case is already lower: applying it twice changes nothing.
+  const std::u32string mixed = U"\u0130stanbul \u0414\u041E\u041C \u039F\u0394\u039F\u03A3";
+  CHECK(lowercase(lowercase(mixed)) == lowercase(mixed));
+}

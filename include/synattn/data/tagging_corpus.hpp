@@ -29,6 +29,7 @@
 #include "../error.hpp"
 #include "../io/conllu.hpp"
 #include "../tree/dependency_tree.hpp"
+#include "../util/ascii.hpp"  // ascii_lower (see the file comment for non-ASCII bytes)
 
 namespace synattn {
 
@@ -62,13 +63,6 @@ struct TaggedSentence {
   }
 };
 
-// ASCII lower-casing (see the file comment for non-ASCII bytes).
-inline std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 // "nmod:poss" -> "nmod". Throws if the relation is empty or starts with ':'.
 inline std::string base_deprel(std::string_view deprel) {

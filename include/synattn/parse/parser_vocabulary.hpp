@@ -32,6 +32,7 @@
 
 #include "../error.hpp"
 #include "../io/conllu.hpp"
+#include "../util/ascii.hpp"
 #include "../util/metadata_number.hpp"
 
 namespace synattn {
@@ -106,14 +107,6 @@ inline void utf8_code_points(const std::string& s, std::vector<std::uint32_t>& o
   }
 }
 
-// ASCII letters lower-cased, every other byte kept.
-inline std::string lower_ascii(const std::string& s) {
-  std::string out = s;
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 class ParserVocabulary {
  public:
   ParserVocabulary() = default;
@@ -129,7 +122,7 @@ class ParserVocabulary {
     std::vector<std::uint32_t> cps;
     for (const ConlluSentence& s : train)
       for (const ConlluWord& w : s.words) {
-        ++words[lower_ascii(w.form)];
+        ++words[ascii_lower(w.form)];
         utf8_code_points(w.form, cps);
         for (std::uint32_t cp : cps) ++chars[cp];
         if (w.upos != "_") ++upos[w.upos];
@@ -156,7 +149,7 @@ class ParserVocabulary {
   int num_labels() const noexcept { return static_cast<int>(labels_.size()); }
 
   std::int32_t word_id(const std::string& form) const {
-    const auto it = word_index_.find(lower_ascii(form));
+    const auto it = word_index_.find(ascii_lower(form));
     return it == word_index_.end() ? kWordUnknown : it->second;
   }
   // Training count of word id w (0 for the reserved ids).

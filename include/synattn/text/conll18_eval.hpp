@@ -36,7 +36,7 @@
 //     unparsed word: wrong for UAS, LAS and CLAS on either side.
 //   - Python lowercases with the full Unicode mapping; we lowercase ASCII,
 //     Latin-1, Latin Extended-A, Greek, Cyrillic, Armenian and fullwidth
-//     Latin (conll18_detail::append_lower). Forms of other scripts compare as
+//     Latin (text/utf8.hpp's append_lowercase). Forms of other scripts compare as
 //     they are, which differs only where two forms differ in case alone.
 //   - A sentence without tokens is skipped (the script cannot load one).
 //   - Only Zs is removed, as in the script (so a tab or U+2028 inside a token
@@ -96,43 +96,6 @@ inline bool is_space_separator(char32_t c) {
          c == 0x3000;
 }
 
-// Python's str.lower for the scripts most treebanks use (see the top).
-inline void append_lower(char32_t c, std::u32string& out) {
-  auto odd_even = [](char32_t x, bool upper_even) { return ((x & 1) == 0) == upper_even ? x + 1 : x; };
-  if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7)) {
-    c += 0x20;
-  } else if (c == 0x130) {  // I with dot above -> i + combining dot, as Python's
-    out += U'i';
-    c = 0x307;
-  } else if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) {
-    c = odd_even(c, true);
-  } else if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) {
-    c = odd_even(c, false);
-  } else if (c == 0x178) {
-    c = 0xFF;
-  } else if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) {  // Greek (every sigma to σ)
-    c += 0x20;
-  } else if (c == 0x386) {
-    c = 0x3AC;
-  } else if (c >= 0x388 && c <= 0x38A) {
-    c += 0x25;
-  } else if (c == 0x38C) {
-    c = 0x3CC;
-  } else if (c == 0x38E || c == 0x38F) {
-    c += 0x3F;
-  } else if (c >= 0x400 && c <= 0x40F) {  // Cyrillic
-    c += 0x50;
-  } else if (c >= 0x410 && c <= 0x42F) {
-    c += 0x20;
-  } else if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) {
-    c = odd_even(c, true);
-  } else if (c >= 0x531 && c <= 0x556) {  // Armenian
-    c += 0x30;
-  } else if (c >= 0xFF21 && c <= 0xFF3A) {  // fullwidth Latin
-    c += 0x20;
-  }
-  out += c;
-}
 
 struct Span {
   long long start = 0, end = 0;
@@ -210,7 +173,7 @@ inline Side load(const Document& doc, const char* side) {
           // The script strips Zs from a token line's FORM, which is a plain
           // word's FORM too, but not from a multiword token's word lines.
           if (!e.multiword && is_space_separator(c)) continue;
-          append_lower(c, e.form);
+          append_lowercase(c, e.form);
         }
         e.upos = word.upos;
         e.deprel = word.deprel.substr(0, word.deprel.find(':'));

@@ -56,15 +56,9 @@ inline std::string encode(const std::u32string& s) {
   for (char32_t c : s) encode_utf8(c, out);
   return out;
 }
-// Simple case mapping for the scripts whose case is a fixed offset (ASCII,
-// Latin-1, Greek, Cyrillic); other characters are their own case.
-inline char32_t lower(char32_t c) {
-  if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) || (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) ||
-      (c >= 0x410 && c <= 0x42F))
-    return c + 0x20;
-  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
-  return c;
-}
+// Upper case for the scripts whose case is a fixed offset (ASCII, Latin-1,
+// Greek, Cyrillic); other characters are their own upper case. (Lower case
+// is text/utf8.hpp's lowercase, the scorer's.)
 inline char32_t upper(char32_t c) {
   if ((c >= 'a' && c <= 'z') || (c >= 0xE0 && c <= 0xFE && c != 0xF7) || (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) ||
       (c >= 0x430 && c <= 0x44F))
@@ -72,14 +66,14 @@ inline char32_t upper(char32_t c) {
   if (c >= 0x450 && c <= 0x45F) return c - 0x50;
   return c;
 }
-inline std::u32string lowered(std::u32string s) {
-  for (char32_t& c : s) c = lower(c);
-  return s;
+inline std::u32string lowered(const std::u32string& s) { return lowercase(s); }
+inline bool equal_lowercase(char32_t a, char32_t b) {
+  return a == b || lowercase(std::u32string_view(&a, 1)) == lowercase(std::u32string_view(&b, 1));
 }
 inline bool all_upper(const std::u32string& s) {
   bool cased = false;
   for (char32_t c : s) {
-    if (lower(c) != c) cased = true;
+    if (lowercase(std::u32string_view(&c, 1)) != std::u32string_view(&c, 1)) cased = true;
     if (upper(c) != c) return false;
   }
   return cased;
@@ -229,7 +223,7 @@ class MultiwordExpander {
     namespace d = multiword_detail;
     const std::u32string first = d::decode(words.front());
     std::size_t k = 0;
-    while (k < token.size() && k < first.size() && d::lower(token[k]) == d::lower(first[k])) ++k;
+    while (k < token.size() && k < first.size() && d::equal_lowercase(token[k], first[k])) ++k;
     Rule r;
     r.tail = d::lowered(token.substr(k));
     r.replacement = first.substr(k);

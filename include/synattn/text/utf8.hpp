@@ -252,6 +252,56 @@ inline bool is_space(char32_t c) noexcept {
          c == 0x205F || c == 0x3000;
 }
 
+// Lower case as Python's str.lower gives it, for the scripts most treebanks
+// use: ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic, Armenian and
+// fullwidth Latin; other characters are their own lower case. Appends, since
+// one character can become two (U+0130, I with dot above, becomes i and a
+// combining dot). The CoNLL 2018 scorer (conll18_eval.hpp) compares forms
+// so, and the multiword expander (multiword.hpp) keys its dictionary so.
+inline void append_lowercase(char32_t c, std::u32string& out) {
+  auto odd_even = [](char32_t x, bool upper_even) { return ((x & 1) == 0) == upper_even ? x + 1 : x; };
+  if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7)) {
+    c += 0x20;
+  } else if (c == 0x130) {  // I with dot above -> i + combining dot, as Python's
+    out += U'i';
+    c = 0x307;
+  } else if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) {
+    c = odd_even(c, true);
+  } else if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) {
+    c = odd_even(c, false);
+  } else if (c == 0x178) {
+    c = 0xFF;
+  } else if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) {  // Greek (every sigma to σ)
+    c += 0x20;
+  } else if (c == 0x386) {
+    c = 0x3AC;
+  } else if (c >= 0x388 && c <= 0x38A) {
+    c += 0x25;
+  } else if (c == 0x38C) {
+    c = 0x3CC;
+  } else if (c == 0x38E || c == 0x38F) {
+    c += 0x3F;
+  } else if (c >= 0x400 && c <= 0x40F) {  // Cyrillic
+    c += 0x50;
+  } else if (c >= 0x410 && c <= 0x42F) {
+    c += 0x20;
+  } else if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) {
+    c = odd_even(c, true);
+  } else if (c >= 0x531 && c <= 0x556) {  // Armenian
+    c += 0x30;
+  } else if (c >= 0xFF21 && c <= 0xFF3A) {  // fullwidth Latin
+    c += 0x20;
+  }
+  out += c;
+}
+
+inline std::u32string lowercase(std::u32string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  for (char32_t c : s) append_lowercase(c, out);
+  return out;
+}
+
 }  // namespace text
 }  // namespace synattn
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../util/ascii.hpp"
 #include "document.hpp"
 #include "utf8.hpp"
 
@@ -23,8 +24,6 @@ namespace synattn {
 namespace text {
 
 namespace word_spans_detail {
-
-inline char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // Bytes of `rest` that `form` matches from the start, ending on a code point
 // boundary of `rest` (valid UTF-8).
