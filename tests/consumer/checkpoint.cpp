@@ -2,7 +2,7 @@
 // loads it back, so a broken export of nlohmann_json fails loudly; then loads
 // the installed tokenizer from the package's models folder.
 #include <synattn/synattn.hpp>
-#include <synattn/text/tokenizer_model.hpp>
+#include <synattn/parse.hpp>  // the module header: the tokenizer, the parser, their model files
 #include <synattn/train/checkpoint.hpp>
 
 #include <iostream>
