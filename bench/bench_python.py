@@ -13,8 +13,8 @@ window of 1: synattn.torch with packed= (the fused, linear-memory path) against 
 (bench/pytorch_documents.py, run as is); each in a child process of its own, so each peak resident memory
 (VmHWM, reset before the pass, over what was resident before it) is its own.
 
-Per case: a warm-up, then --runs timed runs of enough steps to last --min-time seconds each; the median
-per-step time. OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1), and OpenBLAS's kernel
+Per case: a warm-up, then --runs rounds, each of enough steps to last --min-time seconds per contender,
+the contenders interleaved round by round; every step is timed alone and the median step is reported. OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1), and OpenBLAS's kernel
 forced to SkylakeX unless OPENBLAS_CORETYPE is set (bench/pytorch_reference.py says why). Before each case
 the run waits (up to --quiet-wait s) until the machine's other processes leave the cores idle.
 """
@@ -91,28 +91,32 @@ def shape_case(shape, runs, min_time):
         x.grad = None
         ref(x, dist).backward(G)
 
-    # Iterations per run: enough for min_time, measured once after a warm-up of each.
-    kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
-    once = kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)
-    iters = max(1, int(min_time / max(once, 1e-6)))
+    # Steps per contender: enough for min_time, measured once after a warm-up of each. Every step is timed
+    # on its own and the medians compared: on a shared machine a mean is mostly its outliers (a preempted
+    # step costs milliseconds), and they fall on whichever contender was running.
+    kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 2)
+    once = kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, 1)[0]
+    iters = max(3, int(min_time / max(once, 1e-6)))
     module_step()
     torch_step()
     t0 = time.perf_counter()
     torch_step()
-    torch_iters = max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
+    torch_iters = max(3, int(min_time / max(time.perf_counter() - t0, 1e-6)))
 
-    def loop(step, k):
-        t0 = time.perf_counter()
+    def steps(step, k):
+        out = []
         for _ in range(k):
+            t0 = time.perf_counter()
             step()
-        return (time.perf_counter() - t0) / k
+            out.append(time.perf_counter() - t0)
+        return out
 
     # The three interleaved run by run, so that a load from elsewhere falls on all of them alike.
     cpp, py, pt = [], [], []
     for _ in range(runs):
-        cpp.append(kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, iters))
-        py.append(loop(module_step, iters))
-        pt.append(loop(torch_step, torch_iters))
+        cpp += kernel.time_forward_backward(arrays, xa, lengths, bflat, None, ga, iters)
+        py += steps(module_step, iters)
+        pt += steps(torch_step, torch_iters)
     cpp, py, pt = statistics.median(cpp), statistics.median(py), statistics.median(pt)
     return {"shape": list(shape), "cpp_ms": cpp * 1e3, "module_ms": py * 1e3, "torch_ms": pt * 1e3,
             "overhead": py / cpp, "vs_torch": pt / py}

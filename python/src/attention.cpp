@@ -206,9 +206,11 @@ class Kernel {
   // The C++ layer's own time for forward + backward, for the benchmark's
   // binding-overhead column (bench/bench_python.py): one bind, then
   // `iterations` steps entirely in C++ (the cache, outputs and gradients
-  // reused, the gradients zeroed every step as a trainer does). Seconds per
-  // step. `packed` (or None): packed documents instead of lengths/buckets.
-  double time_forward_backward(const py::list& params, const py::handle& x_obj, const py::handle& lengths_obj,
+  // reused, the gradients zeroed every step as a trainer does). Each step's
+  // seconds, so that the caller can take the median: on a shared machine the
+  // mean is the outliers'. `packed` (or None): packed documents instead of
+  // lengths/buckets.
+  std::vector<double> time_forward_backward(const py::list& params, const py::handle& x_obj, const py::handle& lengths_obj,
                                const py::handle& buckets_obj, const py::handle& packed_obj,
                                const py::handle& dout_obj, int iterations) {
     const char* fn = "time_forward_backward";
@@ -224,17 +226,20 @@ class Kernel {
     Eigen::Matrix<Scalar, Eigen::Dynamic, 1> grads(layer_.parameter_count());
     Cache cache;
     Bound bound(*this, params, grads.data());
+    std::vector<double> seconds(static_cast<std::size_t>(iterations));
     py::gil_scoped_release free;
-    const auto start = std::chrono::steady_clock::now();
     for (int it = 0; it < iterations; ++it) {
+      const auto start = std::chrono::steady_clock::now();
       if (packed)
         layer_.forward(synattn::PackedSelfAttentionInput<Scalar>{map2d(x), *packed}, cache, out);
       else
         layer_.forward(synattn::SelfAttentionInput<Scalar>{map2d(x), lengths, bucket_map(buckets)}, cache, out);
       grads.setZero();
       layer_.backward(cache, map2d(dout), {dx});
+      seconds[static_cast<std::size_t>(it)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+    return seconds;
   }
 
   // (dx, dmemory or None, the parameters' gradients). The cache is used up
