@@ -124,3 +124,20 @@ def test_the_python_example_runs(tmp_path):
     r = subprocess.run([sys.executable, script, "The cat sat."], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "nsubj" in r.stdout and "wrote" in r.stdout
+
+
+def test_the_deprel_training_example_runs_one_epoch():
+    """examples/python/train_deprel.py: the C++ example's recipe in PyTorch with synattn's layer (one short
+    epoch: the whole experiment is the example's to run)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    script = os.path.join(ROOT, "examples", "python", "train_deprel.py")
+    r = subprocess.run([sys.executable, script, "--variant", "shared", "--train-size", "64", "--epochs", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["epochs_run"] == 1 and 0 < result["best_dev_accuracy"] < 100
+    assert len(result["learned_bias"]) == 2, "one table per layer"
