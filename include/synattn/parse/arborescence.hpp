@@ -261,199 +261,214 @@ struct ArborescenceAccess {
     return row[0] > -std::numeric_limits<double>::infinity() ? 0 : -1;
   }
 
+  // One decode's state over the workspace, which the steps below share.
+  struct Decoding {
+    ArborescenceWorkspace& ws;
+    int nodes;             // n + 1: the root and the words
+    std::size_t N;         // the working matrix's row stride (nodes)
+    int m = 0;             // active slots, active_[0..m), slot 0 (the root) first
+    int next_id = 0;       // the node id the next contracted cycle gets
+    int members = 0;       // cycle members recorded in member_id_ / member_arc_
+    long long walks = 0;   // walk stamps handed out so far
+    int dep_of(int arc) const { return arc / nodes; }  // arcs are dependent * N + head
+    int head_of(int arc) const { return arc % nodes; }
+    double& weight(int d, int h) { return ws.weight_[at(N, d, h)]; }
+    int& arc(int d, int h) { return ws.orig_arc_[at(N, d, h)]; }
+  };
+
+  // Every slot active, its own node, unmarked; each word's best head.
+  static void start(Decoding& s) {
+    ArborescenceWorkspace& ws = s.ws;
+    s.m = s.nodes;
+    for (int v = 0; v < s.nodes; ++v) {
+      ws.active_[v] = v;
+      ws.slot_id_[v] = v;
+      ws.parent_[v] = -1;
+      ws.stamp_[v] = 0;
+      ws.on_cycle_[v] = 0;
+    }
+    for (int v = 1; v < s.nodes; ++v) {
+      ws.best_[v] = best_head_first(ws, s.N, v);
+      if (ws.best_[v] < 0) fail_unreachable(ws, s.nodes, v);
+    }
+  }
+
+  // The shortcut: each word's best head, the root competing as any other
+  // (winning ties, as the lowest index), bounds every tree's score from
+  // above; when it is itself a tree with one root child it is the answer,
+  // written to heads. A trained parser's scores are mostly like that.
+  static bool plain_tree(Decoding& s, std::vector<int>& heads) {
+    ArborescenceWorkspace& ws = s.ws;
+    const auto plain = [&](int v) {
+      const int b = ws.best_[v];
+      return b == 0 || s.weight(v, 0) >= s.weight(v, b) ? 0 : b;
+    };
+    int root_children = 0;
+    for (int v = 1; v < s.nodes; ++v) root_children += plain(v) == 0 ? 1 : 0;
+    if (root_children != 1) return false;
+    for (int start = 1; start < s.nodes; ++start) {  // find_cycle's search, on plain()
+      if (ws.stamp_[start] > 0) continue;
+      const long long walk = ++s.walks;
+      int v = start;
+      while (v != 0 && ws.stamp_[v] == 0) {
+        ws.stamp_[v] = walk;
+        v = plain(v);
+      }
+      if (v != 0 && ws.stamp_[v] == walk) return false;  // a cycle
+    }
+    heads.resize(s.N);
+    heads[0] = -1;
+    for (int v = 1; v < s.nodes; ++v) heads[static_cast<std::size_t>(v)] = plain(v);
+    return true;
+  }
+
+  // A cycle of the best-arc graph, written to cycle_; returns its length (0:
+  // none). Walks from each active slot not yet seen in this search until the
+  // root, a slot an earlier walk saw (no cycle there), or one this walk saw
+  // (a cycle through it).
+  static int find_cycle(Decoding& s) {
+    ArborescenceWorkspace& ws = s.ws;
+    const long long base = s.walks;
+    for (int i = 1; i < s.m; ++i) {
+      int v = ws.active_[i];
+      if (ws.stamp_[v] > base) continue;
+      const long long walk = ++s.walks;
+      while (v != 0 && ws.stamp_[v] <= base) {
+        ws.stamp_[v] = walk;
+        v = ws.best_[v];
+      }
+      if (v != 0 && ws.stamp_[v] == walk) {
+        int len = 0, u = v;
+        do {
+          ws.cycle_[len++] = u;
+          u = ws.best_[u];
+        } while (u != v);
+        return len;
+      }
+    }
+    return 0;
+  }
+
+  // Contracts the cycle cycle_[0..len) into its lowest slot r, as a new node
+  // of the forest: records its members and their cycle arcs, reweights the
+  // arcs into and out of it, drops the other members from the active slots
+  // and searches r's best head (every other best arc is unchanged).
+  static void contract_cycle(Decoding& s, int len) {
+    ArborescenceWorkspace& ws = s.ws;
+    const int* cycle = ws.cycle_.data();
+    int r = cycle[0];
+    for (int k = 1; k < len; ++k) r = cycle[k] < r ? cycle[k] : r;
+    const int id = s.next_id++;
+    for (int k = 0; k < len; ++k) {
+      const int v = cycle[k];
+      ws.on_cycle_[v] = 1;
+      ws.cycle_weight_[v] = s.weight(v, ws.best_[v]);
+      ws.parent_[ws.slot_id_[v]] = id;
+      ws.member_id_[s.members] = ws.slot_id_[v];
+      ws.member_arc_[s.members] = s.arc(v, ws.best_[v]);
+      ++s.members;
+    }
+    ws.member_begin_[id - s.nodes + 1] = s.members;
+    ws.parent_[id] = -1;
+    // The cycle member with the largest value(v), the first of equals, and
+    // that value: the arc the merged node keeps, into it and out of it.
+    const auto best_member = [&](auto value, double& best_value) {
+      int best_v = cycle[0];
+      best_value = value(best_v);
+      for (int k = 1; k < len; ++k) {
+        const int v = cycle[k];
+        const double x = value(v);
+        if (x > best_value) {
+          best_value = x;
+          best_v = v;
+        }
+      }
+      return best_v;
+    };
+    for (int i = 0; i < s.m; ++i) {
+      const int u = ws.active_[i];
+      if (ws.on_cycle_[u]) continue;
+      // u -> cycle: entering at v breaks v's cycle arc, so it is worth
+      // w(u -> v) - w(cycle arc into v); the best entry point wins. Root
+      // arcs stay root arcs (u == 0), and -inf stays -inf.
+      double in_w = 0;
+      const int in_v = best_member([&](int v) { return s.weight(v, u) - ws.cycle_weight_[v]; }, in_w);
+      s.arc(r, u) = s.arc(in_v, u);
+      s.weight(r, u) = in_w;
+      if (u == 0) continue;  // the root has no incoming arcs
+      // cycle -> u: the best arc from any member.
+      double out_w = 0;
+      const int out_v = best_member([&](int v) { return s.weight(u, v); }, out_w);
+      s.arc(u, r) = s.arc(u, out_v);
+      s.weight(u, r) = out_w;
+      // u's best arc came from the cycle: the merged arc has the same
+      // value (the best from the cycle is that one), so it stays best.
+      if (ws.on_cycle_[ws.best_[u]]) ws.best_[u] = r;
+    }
+    ws.slot_id_[r] = id;
+    int kept = 0;
+    for (int i = 0; i < s.m; ++i)
+      if (!ws.on_cycle_[ws.active_[i]] || ws.active_[i] == r) ws.active_[kept++] = ws.active_[i];
+    s.m = kept;
+    for (int k = 0; k < len; ++k) ws.on_cycle_[cycle[k]] = 0;
+    ws.best_[r] = best_head(ws, s.N, s.m, r);
+    if (ws.best_[r] < 0) fail_unreachable(ws, s.nodes, id);
+  }
+
+  // No cycle left: the best arcs form a tree of the contracted graph. Root
+  // arcs are taken only when no other arc is finite, so several root
+  // children here mean every finite-score tree has that many: refused.
+  static void require_one_root_child(Decoding& s) {
+    ArborescenceWorkspace& ws = s.ws;
+    int root_children = 0;
+    for (int i = 1; i < s.m; ++i) root_children += ws.best_[ws.active_[i]] == 0 ? 1 : 0;
+    if (root_children <= 1) return;
+    std::vector<int> words;
+    for (int i = 1; i < s.m; ++i)
+      if (ws.best_[ws.active_[i]] == 0) words.push_back(s.dep_of(s.arc(ws.active_[i], 0)));
+    throw Error(std::string(kMstName) + "no tree with exactly one root child has a finite score: "
+                "every finite-score tree gives the root at least " + std::to_string(root_children) +
+                " children (here words " + word_list_text(words) + ")");
+  }
+
+  // Expansion into heads: the top-level arcs, then each cycle from the last
+  // made to the first (a cycle's members were all made before it), keeping
+  // every cycle arc but the one into the member the entering arc lands in.
+  static void expand(Decoding& s, std::vector<int>& heads) {
+    ArborescenceWorkspace& ws = s.ws;
+    const int nodes = s.nodes;
+    heads.resize(s.N);
+    heads[0] = -1;
+    for (int i = 1; i < s.m; ++i) {
+      const int v = ws.active_[i];
+      const int arc = s.arc(v, ws.best_[v]);
+      heads[static_cast<std::size_t>(s.dep_of(arc))] = s.head_of(arc);
+      if (ws.slot_id_[v] >= nodes) ws.enter_dep_[ws.slot_id_[v] - nodes] = s.dep_of(arc);
+    }
+    for (int c = s.next_id - 1; c >= nodes; --c) {
+      const int x = ws.enter_dep_[c - nodes];
+      int y = x;  // the member of c holding word x
+      while (ws.parent_[y] != c) y = ws.parent_[y];
+      for (int k = ws.member_begin_[c - nodes]; k < ws.member_begin_[c - nodes + 1]; ++k) {
+        const int member = ws.member_id_[k];
+        const int dep = s.dep_of(ws.member_arc_[k]);
+        if (member != y) heads[static_cast<std::size_t>(dep)] = s.head_of(ws.member_arc_[k]);
+        if (member >= nodes) ws.enter_dep_[member - nodes] = member == y ? x : dep;
+      }
+    }
+  }
+
   // Decodes the loaded matrix of `nodes` = n + 1 >= 2 nodes into heads.
   static void decode(ArborescenceWorkspace& ws, int nodes, std::vector<int>& heads) {
-    const std::size_t N = static_cast<std::size_t>(nodes);
-    double* w = ws.weight_.data();
-    int* arcs = ws.orig_arc_.data();
-    int* best = ws.best_.data();
-    int* slot_id = ws.slot_id_.data();
-    int* active = ws.active_.data();
-    int* cycle = ws.cycle_.data();
-    double* cycle_w = ws.cycle_weight_.data();
-    unsigned char* on_cycle = ws.on_cycle_.data();
-    long long* stamp = ws.stamp_.data();
-    int* parent = ws.parent_.data();
-    int* enter_dep = ws.enter_dep_.data();
-    int* member_begin = ws.member_begin_.data();
-    int* member_id = ws.member_id_.data();
-    int* member_arc = ws.member_arc_.data();
-    const auto dep_of = [nodes](int arc) { return arc / nodes; };  // arcs are dependent * N + head
-    const auto head_of = [nodes](int arc) { return arc % nodes; };
-
-    // Slot 0 is the root, always active and first, never on a cycle (it has
-    // no incoming arc).
-    int m = nodes;
-    for (int s = 0; s < nodes; ++s) {
-      active[s] = s;
-      slot_id[s] = s;
-      parent[s] = -1;
-      stamp[s] = 0;
-      on_cycle[s] = 0;
-    }
-    for (int s = 1; s < nodes; ++s) {
-      best[s] = best_head_first(ws, N, s);
-      if (best[s] < 0) fail_unreachable(ws, nodes, s);
-    }
-
-    // Shortcut: each word's best head, the root competing as any other
-    // (winning ties, as the lowest index), bounds every tree's score from
-    // above; when it is itself a tree with one root child it is the answer.
-    // A trained parser's scores are mostly like that.
-    const auto plain = [&](int s) {
-      const int b = best[s];
-      return b == 0 || w[at(N, s, 0)] >= w[at(N, s, b)] ? 0 : b;
-    };
-    long long walks = 0;
-    int plain_root_children = 0;
-    for (int s = 1; s < nodes; ++s) plain_root_children += plain(s) == 0 ? 1 : 0;
-    if (plain_root_children == 1) {
-      bool tree = true;
-      for (int s = 1; s < nodes && tree; ++s) {  // the cycle search below, on plain()
-        if (stamp[s] > 0) continue;
-        const long long walk = ++walks;
-        int v = s;
-        while (v != 0 && stamp[v] == 0) {
-          stamp[v] = walk;
-          v = plain(v);
-        }
-        tree = v == 0 || stamp[v] != walk;
-      }
-      if (tree) {
-        heads.resize(N);
-        heads[0] = -1;
-        for (int s = 1; s < nodes; ++s) heads[static_cast<std::size_t>(s)] = plain(s);
-        return;
-      }
-    }
-
-    int next_id = nodes;  // ids of contracted cycles: nodes, nodes + 1, ...
-    int members = 0;
-    member_begin[0] = 0;
-    for (;;) {
-      // A cycle of the best-arc graph: walk from each slot not yet seen in
-      // this search until the root, a slot seen by an earlier walk (no cycle
-      // there), or one seen by this walk (a cycle through it).
-      int len = 0;
-      const long long base = walks;
-      for (int i = 1; i < m && len == 0; ++i) {
-        int v = active[i];
-        if (stamp[v] > base) continue;
-        const long long walk = ++walks;
-        while (v != 0 && stamp[v] <= base) {
-          stamp[v] = walk;
-          v = best[v];
-        }
-        if (v != 0 && stamp[v] == walk) {
-          int u = v;
-          do {
-            cycle[len++] = u;
-            u = best[u];
-          } while (u != v);
-        }
-      }
-      if (len == 0) break;
-
-      // Contract the cycle into its lowest slot r, as node `id`.
-      int r = cycle[0];
-      for (int k = 1; k < len; ++k) r = cycle[k] < r ? cycle[k] : r;
-      const int id = next_id++;
-      for (int k = 0; k < len; ++k) {
-        const int v = cycle[k];
-        const std::size_t e = at(N, v, best[v]);
-        on_cycle[v] = 1;
-        cycle_w[v] = w[e];
-        parent[slot_id[v]] = id;
-        member_id[members] = slot_id[v];
-        member_arc[members] = arcs[e];
-        ++members;
-      }
-      member_begin[id - nodes + 1] = members;
-      parent[id] = -1;
-      // The cycle member with the largest value(v), the first of equals, and
-      // that value: the arc the merged node keeps, into it and out of it.
-      const auto best_member = [&](auto value, double& best_value) {
-        int best_v = cycle[0];
-        best_value = value(best_v);
-        for (int k = 1; k < len; ++k) {
-          const int v = cycle[k];
-          const double x = value(v);
-          if (x > best_value) {
-            best_value = x;
-            best_v = v;
-          }
-        }
-        return best_v;
-      };
-      for (int i = 0; i < m; ++i) {
-        const int u = active[i];
-        if (on_cycle[u]) continue;
-        // u -> cycle: entering at v breaks v's cycle arc, so it is worth
-        // w(u -> v) - w(cycle arc into v); the best entry point wins. Root
-        // arcs stay root arcs (u == 0), and -inf stays -inf.
-        double in_w = 0;
-        const int in_v = best_member([&](int v) { return w[at(N, v, u)] - cycle_w[v]; }, in_w);
-        const std::size_t to = at(N, r, u);
-        arcs[to] = arcs[at(N, in_v, u)];
-        w[to] = in_w;
-        if (u == 0) continue;  // the root has no incoming arcs
-        // cycle -> u: the best arc from any member.
-        double out_w = 0;
-        const int out_v = best_member([&](int v) { return w[at(N, u, v)]; }, out_w);
-        const std::size_t dst = at(N, u, r);
-        arcs[dst] = arcs[at(N, u, out_v)];
-        w[dst] = out_w;
-        // u's best arc came from the cycle: the merged arc has the same
-        // value (the best from the cycle is that one), so it stays best.
-        if (on_cycle[best[u]]) best[u] = r;
-      }
-      slot_id[r] = id;
-      int kept = 0;
-      for (int i = 0; i < m; ++i)
-        if (!on_cycle[active[i]] || active[i] == r) active[kept++] = active[i];
-      m = kept;
-      for (int k = 0; k < len; ++k) on_cycle[cycle[k]] = 0;
-      // Only the new node needs a search: every other best arc is unchanged.
-      best[r] = best_head(ws, N, m, r);
-      if (best[r] < 0) fail_unreachable(ws, nodes, id);
-    }
-
-    // No cycle left: the best arcs form a tree of the contracted graph. Root
-    // arcs are taken only when no other arc is finite, so several root
-    // children here mean every finite-score tree has that many.
-    int root_children = 0;
-    for (int i = 1; i < m; ++i) root_children += best[active[i]] == 0 ? 1 : 0;
-    if (root_children > 1) {
-      std::vector<int> words;
-      for (int i = 1; i < m; ++i)
-        if (best[active[i]] == 0) words.push_back(dep_of(arcs[at(N, active[i], 0)]));
-      throw Error(std::string(kMstName) + "no tree with exactly one root child has a finite score: "
-                  "every finite-score tree gives the root at least " + std::to_string(root_children) +
-                  " children (here words " + word_list_text(words) + ")");
-    }
-
-    // Expansion: the top-level arcs, then each cycle from the last made to
-    // the first (a cycle's members were all made before it), keeping every
-    // cycle arc but the one into the member the entering arc lands in.
-    heads.resize(N);
-    heads[0] = -1;
-    for (int i = 1; i < m; ++i) {
-      const int s = active[i];
-      const int arc = arcs[at(N, s, best[s])];
-      heads[static_cast<std::size_t>(dep_of(arc))] = head_of(arc);
-      if (slot_id[s] >= nodes) enter_dep[slot_id[s] - nodes] = dep_of(arc);
-    }
-    for (int c = next_id - 1; c >= nodes; --c) {
-      const int x = enter_dep[c - nodes];
-      int y = x;  // the member of c holding word x
-      while (parent[y] != c) y = parent[y];
-      for (int k = member_begin[c - nodes]; k < member_begin[c - nodes + 1]; ++k) {
-        const int mid = member_id[k];
-        const int dep = dep_of(member_arc[k]);
-        if (mid != y) heads[static_cast<std::size_t>(dep)] = head_of(member_arc[k]);
-        if (mid >= nodes) enter_dep[mid - nodes] = mid == y ? x : dep;
-      }
-    }
+    Decoding s{ws, nodes, static_cast<std::size_t>(nodes)};
+    start(s);
+    if (plain_tree(s, heads)) return;
+    s.next_id = nodes;  // ids of contracted cycles: nodes, nodes + 1, ...
+    s.members = 0;
+    ws.member_begin_[0] = 0;
+    for (int len = find_cycle(s); len > 0; len = find_cycle(s)) contract_cycle(s, len);
+    require_one_root_child(s);
+    expand(s, heads);
   }
 };
 
