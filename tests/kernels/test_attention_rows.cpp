@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <synattn/kernels/attention_rows.hpp>
-#include <synattn/kernels/attention_rows_emulated.hpp>
+#include <synattn/kernels/packet_emulated.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +26,36 @@ namespace k = synattn::kernels;
 using synattn::Index;
 
 namespace {
+
+// One ISA's row kernels called with the block's fields one by one (the
+// order of the checks below): each call builds the kernels' RowBlock.
+template <class S>
+struct Positional {
+  const k::KernelTable<S>* table;
+
+  void softmax_numerators(S* z, Index ld, const std::int8_t* buckets, Index ldb, const S* shifted, int slots,
+                          Index rows, Index kend, Index causal_row0, Index n, S* inv_sum, S* row_max) const {
+    table->rows.softmax_numerators({rows, n, kend, causal_row0, buckets, ldb, shifted, slots}, z, ld, inv_sum, row_max);
+  }
+  void probabilities(S* z, Index ld, const std::int8_t* buckets, Index ldb, const S* shifted, int slots, Index rows,
+                     Index kend, Index causal_row0, Index n, const S* row_max, const S* inv_sum) const {
+    table->rows.probabilities({rows, n, kend, causal_row0, buckets, ldb, shifted, slots}, z, ld, row_max, inv_sum);
+  }
+  void softmax_backward(const S* p, Index ldp, S* dz, Index ld, const std::int8_t* buckets, Index ldb, Index rows,
+                        Index kend, Index causal_row0, Index n, S* hist, Index stride, int slots, const S* dots) const {
+    table->rows.softmax_backward({rows, n, kend, causal_row0, buckets, ldb, nullptr, slots}, p, ldp, dz, ld, hist,
+                                 stride, dots);
+  }
+  void scale_rows(S* dst, Index ldd, const S* src, Index lds, Index rows, Index cols, const S* scale,
+                  bool stream) const {
+    table->rows.scale_rows(dst, ldd, src, lds, rows, cols, scale, stream);
+  }
+};
+
+template <class S>
+Positional<S> portable_of(S) {
+  return {&k::portable::kernel_table<S>};
+}
 
 // One block of `rows` rows of length n with buckets in [-1, slots - 1).
 template <class S>
@@ -88,8 +118,8 @@ std::vector<Case> cases() {
       if (kend < 0 || kend > n) continue;
       out.push_back({3, n, kend, -1});
     }
-    out.push_back({std::max<Index>(n, 1), n, n, 0});      // causal, block at row 0
-    if (n > 4) out.push_back({3, n, n, n / 2});            // causal, a later row block
+    out.push_back({std::max<Index>(n, 1), n, n, 0});  // causal, block at row 0
+    if (n > 4) out.push_back({3, n, n, n / 2});       // causal, a later row block
   }
   return out;
 }
@@ -129,7 +159,8 @@ void check_numerators(Numerators numerators, int slots, std::mt19937& rng) {
         S want_max = -std::numeric_limits<S>::infinity();
         for (Index j = 0; j < blk.ke(i); ++j) {
           const std::size_t at = static_cast<std::size_t>(i * cs.n + j);
-          want_max = std::max(want_max, S(blk.z[at] + (biased ? blk.shifted[static_cast<std::size_t>(blk.buckets[at] + 1)] : S(0))));
+          want_max = std::max(
+              want_max, S(blk.z[at] + (biased ? blk.shifted[static_cast<std::size_t>(blk.buckets[at] + 1)] : S(0))));
         }
         if (row_max[static_cast<std::size_t>(i)] != want_max && max_mismatch == row_max.size())
           max_mismatch = static_cast<std::size_t>(i);
@@ -158,7 +189,8 @@ void check_backward(Backward backward, int slots, std::mt19937& rng, bool give_d
     for (Index i = 0; i < cs.rows; ++i) {
       double dot = 0;
       for (Index j = 0; j < blk.ke(i); ++j)
-        dot += double(p[static_cast<std::size_t>(i * cs.n + j)]) * double(blk.dp[static_cast<std::size_t>(i * cs.n + j)]);
+        dot +=
+            double(p[static_cast<std::size_t>(i * cs.n + j)]) * double(blk.dp[static_cast<std::size_t>(i * cs.n + j)]);
       dots[static_cast<std::size_t>(i)] = static_cast<S>(dot);
     }
     backward(p.data(), cs.n, dz.data(), cs.n, blk.buckets.data(), cs.n, cs.rows, cs.kend, cs.causal_row0, cs.n,
@@ -201,8 +233,7 @@ TEMPLATE_TEST_CASE("portable softmax numerators match a double softmax for every
                    "[kernels][softmax]", float, double) {
   std::mt19937 rng(42);
   for (int slots : kSlotCounts)
-    check_numerators<TestType>(
-        [](auto... a) { k::portable::softmax_numerators<TestType>(a...); }, slots, rng);
+    check_numerators<TestType>([](auto... a) { portable_of(TestType()).softmax_numerators(a...); }, slots, rng);
 }
 
 TEMPLATE_TEST_CASE("portable softmax backward and bucket histogram match a double reference", "[kernels][softmax]",
@@ -210,7 +241,7 @@ TEMPLATE_TEST_CASE("portable softmax backward and bucket histogram match a doubl
   std::mt19937 rng(7);
   for (int slots : kSlotCounts)
     for (bool give_dots : {false, true})
-      check_backward<TestType>([](auto... a) { k::portable::softmax_backward<TestType>(a...); }, slots, rng,
+      check_backward<TestType>([](auto... a) { portable_of(TestType()).softmax_backward(a...); }, slots, rng,
                                give_dots);
 }
 
@@ -220,7 +251,7 @@ namespace {
 template <class S>
 struct Named {
   std::string name;
-  k::RowKernels<S> kernels;
+  Positional<S> kernels;
   void (*exp_array)(const S*, S*, Index) noexcept;  // the ISA's exp primitive (2^x float, e^x double)
 };
 
@@ -230,28 +261,13 @@ struct Named {
 template <class S>
 std::vector<Named<S>> versions() {
   std::vector<Named<S>> out;
-  out.push_back({"emulated",
-                 {&k::emulated::softmax_numerators<S>, &k::emulated::probabilities<S>,
-                  &k::emulated::softmax_backward<S>, &k::emulated::scale_rows<S>},
-                 &k::emulated::exp_flushed_array<S>});
+  out.push_back({"emulated", {&k::emulated::kernel_table<S>}, k::emulated::kernel_table<S>.rows.exp_flushed});
   for (synattn::KernelIsa isa : k::supported_isas()) {
-    void (*exp_array)(const S*, S*, Index) noexcept = nullptr;
-#if defined(SYNATTN_HAVE_AVX2_KERNELS)
-    if (isa == synattn::KernelIsa::avx2) exp_array = &k::avx2::exp_flushed_array<S>;
-#endif
-#if defined(SYNATTN_HAVE_AVX512_KERNELS)
-    if (isa == synattn::KernelIsa::avx512) exp_array = &k::avx512::exp_flushed_array<S>;
-#endif
-#if defined(SYNATTN_HAVE_NEON_KERNELS)
-    if (isa == synattn::KernelIsa::neon) exp_array = &k::neon::exp_flushed_array<S>;
-#endif
-    out.push_back({synattn::to_string(isa), k::row_kernels<S>(isa), exp_array});
+    const k::KernelTable<S>& table = k::kernels_for<S>(isa);
+    out.push_back({synattn::to_string(isa), {&table}, table.rows.exp_flushed});
   }
   return out;
 }
-
-const k::RowKernels<float>& portable_of(float) { return k::row_kernels<float>(synattn::KernelIsa::portable); }
-const k::RowKernels<double>& portable_of(double) { return k::row_kernels<double>(synattn::KernelIsa::portable); }
 
 }  // namespace
 
@@ -290,8 +306,8 @@ TEMPLATE_TEST_CASE("a backward block without a histogram leaves the histogram al
     std::vector<TestType> p(p64.begin(), p64.end()), a = blk.dp, b = blk.dp, hist(8 * 12, TestType(0));
     ver.kernels.softmax_backward(p.data(), 37, a.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, nullptr, 12, 12,
                                  nullptr);
-    ver.kernels.softmax_backward(p.data(), 37, b.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, hist.data(), 12,
-                                 12, nullptr);
+    ver.kernels.softmax_backward(p.data(), 37, b.data(), 37, blk.buckets.data(), 37, 4, 30, -1, 37, hist.data(), 12, 12,
+                                 nullptr);
     CHECK(a == b);
   }
 }
@@ -305,7 +321,7 @@ TEMPLATE_TEST_CASE("without a bias, a null bucket block with a row stride is nev
   std::mt19937 rng(5);
   Block<TestType> blk(5, 21, 18, -1, 12, rng);  // its buckets are not passed
   const auto p64 = reference_probabilities(blk, false);
-  const k::RowKernels<TestType>& ref = portable_of(TestType());
+  const Positional<TestType> ref = portable_of(TestType());
   std::vector<TestType> want = blk.dp, p(p64.begin(), p64.end());
   ref.softmax_backward(p.data(), 21, want.data(), 21, nullptr, 21, 5, 18, -1, 21, nullptr, 0, 0, nullptr);
   std::vector<TestType> zref = blk.z, inv_ref(5);
@@ -328,7 +344,7 @@ TEMPLATE_TEST_CASE("without a bias, a null bucket block with a row stride is nev
 // multiplication per value either way: exactly equal, at every alignment).
 TEMPLATE_TEST_CASE("every version agrees with the portable kernels", "[kernels][softmax]", float, double) {
   using S = TestType;
-  const k::RowKernels<S>& ref = portable_of(S());
+  const Positional<S> ref = portable_of(S());
   for (const auto& ver : versions<S>()) {
     INFO("kernels: " << ver.name);
     std::mt19937 rng(2025);
@@ -434,8 +450,8 @@ TEMPLATE_TEST_CASE("every version agrees with the portable kernels", "[kernels][
 // The layer's scratch blocks are per thread, so a row's address depends on
 // the thread count: every version must give the same bits at any address
 // (the portable one did not while Eigen peeled its loops to alignment).
-TEMPLATE_TEST_CASE("every version gives the same bits wherever the block lies in memory", "[kernels][softmax]",
-                   float, double) {
+TEMPLATE_TEST_CASE("every version gives the same bits wherever the block lies in memory", "[kernels][softmax]", float,
+                   double) {
   using S = TestType;
   std::mt19937 rng(31);
   const Index rows = 4, n = 77;
@@ -455,8 +471,8 @@ TEMPLATE_TEST_CASE("every version gives the same bits wherever the block lies in
       std::vector<S> i(static_cast<std::size_t>(rows)), h(static_cast<std::size_t>(k::kHistogramCopies * slots));
       ver.kernels.softmax_numerators(zb.data() + offset, n, blk.buckets.data(), n, blk.shifted.data(), slots, rows, n,
                                      -1, n, i.data(), nullptr);
-      ver.kernels.softmax_backward(pb.data() + offset, n, db.data() + offset, n, blk.buckets.data(), n, rows, n, -1,
-                                   n, h.data(), slots, slots, nullptr);
+      ver.kernels.softmax_backward(pb.data() + offset, n, db.data() + offset, n, blk.buckets.data(), n, rows, n, -1, n,
+                                   h.data(), slots, slots, nullptr);
       z.emplace_back(zb.begin() + offset, zb.begin() + offset + rows * n);
       d.emplace_back(db.begin() + offset, db.begin() + offset + rows * n);
       inv.push_back(i);
@@ -499,9 +515,9 @@ void check_huge_scores(Numerators numerators) {
       }
 }
 
-TEMPLATE_TEST_CASE("rows whose maximum is near the float range keep exact ties and zeros", "[kernels][softmax]",
-                   float, double) {
-  check_huge_scores<TestType>([](auto... a) { k::portable::softmax_numerators<TestType>(a...); });
+TEMPLATE_TEST_CASE("rows whose maximum is near the float range keep exact ties and zeros", "[kernels][softmax]", float,
+                   double) {
+  check_huge_scores<TestType>([](auto... a) { portable_of(TestType()).softmax_numerators(a...); });
   for (const auto& ver : versions<TestType>()) {
     INFO("kernels: " << ver.name);
     check_huge_scores<TestType>([&](auto... a) { ver.kernels.softmax_numerators(a...); });
@@ -530,7 +546,8 @@ TEMPLATE_TEST_CASE("every version's exp is accurate, flushes below the smallest 
     ver.exp_array(d.data(), got.data(), static_cast<Index>(d.size()));
     double worst = 0;
     for (std::size_t i = 0; i < normal; ++i) {
-      const long double want = is_float ? std::exp2(static_cast<long double>(d[i])) : std::exp(static_cast<long double>(d[i]));
+      const long double want =
+          is_float ? std::exp2(static_cast<long double>(d[i])) : std::exp(static_cast<long double>(d[i]));
       worst = std::max(worst, double(std::abs((static_cast<long double>(got[i]) - want) / want)));
     }
     CHECK(worst <= (is_float ? 1e-7 : 4e-16));
@@ -548,7 +565,7 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
                    "[kernels][softmax][nan]", float, double) {
   using S = TestType;
   const S nan = std::numeric_limits<S>::quiet_NaN(), inf = std::numeric_limits<S>::infinity();
-  const k::RowKernels<S>& ref = portable_of(S());
+  const Positional<S> ref = portable_of(S());
   for (int slots : {5, 12, 20, 40})
     for (Index n : {Index(7), Index(16), Index(37), Index(70)}) {
       const Index rows = 6;
@@ -570,13 +587,15 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
       }
       blk.z[static_cast<std::size_t>(2 * n + n / 3)] = nan;
       blk.buckets[static_cast<std::size_t>(4 * n + n / 2)] = 1;  // slot 2
-      for (Index i = 0; i < 4; ++i)  // rows 0-3 never read slot 2 either
+      for (Index i = 0; i < 4; ++i)                              // rows 0-3 never read slot 2 either
         for (Index j = 0; j < n; ++j)
-          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1) blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
+          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1)
+            blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
       std::vector<S> shifted = blk.shifted;
       shifted[2] = nan;
       std::vector<S> zp = blk.z, ip(static_cast<std::size_t>(rows));
-      ref.softmax_numerators(zp.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n, ip.data(), nullptr);
+      ref.softmax_numerators(zp.data(), n, blk.buckets.data(), n, shifted.data(), slots, rows, n, -1, n, ip.data(),
+                             nullptr);
       INFO("slots " << slots << ", n " << n);
       for (Index i = 0; i < 3; ++i) CHECK(std::isnan(ip[static_cast<std::size_t>(i)]));
       CHECK(ip[3] == S(0));
@@ -588,7 +607,8 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
       std::vector<S> all_nan(static_cast<std::size_t>(slots), nan);
       all_nan[0] = -inf;
       std::vector<S> zq = blk.z, iq(static_cast<std::size_t>(rows));
-      ref.softmax_numerators(zq.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n, iq.data(), nullptr);
+      ref.softmax_numerators(zq.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n, iq.data(),
+                             nullptr);
       for (Index i = 0; i < rows; ++i)
         if (i != 3) CHECK(std::isnan(iq[static_cast<std::size_t>(i)]));
 
@@ -610,7 +630,8 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
         std::vector<S> zb = blk.z, ib(static_cast<std::size_t>(rows));
         ver.kernels.softmax_numerators(zb.data(), n, blk.buckets.data(), n, all_nan.data(), slots, rows, n, -1, n,
                                        ib.data(), nullptr);
-        for (Index i = 0; i < rows; ++i) CHECK(std::isnan(ib[static_cast<std::size_t>(i)]) == std::isnan(iq[static_cast<std::size_t>(i)]));
+        for (Index i = 0; i < rows; ++i)
+          CHECK(std::isnan(ib[static_cast<std::size_t>(i)]) == std::isnan(iq[static_cast<std::size_t>(i)]));
 
         // Backward through the NaN probabilities: NaN positions and histogram
         // slots as portable's.
@@ -621,8 +642,8 @@ TEMPLATE_TEST_CASE("NaN scores and NaN table entries make their row NaN in every
         std::vector<S> ha(static_cast<std::size_t>(k::kHistogramCopies * stride), S(0)), hr(ha.size(), S(0));
         ver.kernels.softmax_backward(p.data(), n, da.data(), n, blk.buckets.data(), n, rows, n, -1, n, ha.data(),
                                      stride, slots, nullptr);
-        ref.softmax_backward(p.data(), n, dr.data(), n, blk.buckets.data(), n, rows, n, -1, n, hr.data(), stride,
-                             slots, nullptr);
+        ref.softmax_backward(p.data(), n, dr.data(), n, blk.buckets.data(), n, rows, n, -1, n, hr.data(), stride, slots,
+                             nullptr);
         for (std::size_t at = 0; at < da.size(); ++at) CHECK(std::isnan(da[at]) == std::isnan(dr[at]));
         for (int s = 1; s < slots; ++s) {
           S a = 0, b = 0;
@@ -651,7 +672,7 @@ bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
 // sums its softmax_numerators wrote, give exactly the numerators scaled by
 // the inverse sums (what the materialized path keeps), on every column.
 template <class S>
-void check_probabilities(const k::RowKernels<S>& kernels, const Block<S>& blk, const S* shifted) {
+void check_probabilities(const Positional<S>& kernels, const Block<S>& blk, const S* shifted) {
   const std::size_t rows = static_cast<std::size_t>(blk.rows);
   std::vector<S> e = blk.z, inv(rows, S(-1)), row_max(rows, S(-1));
   kernels.softmax_numerators(e.data(), blk.n, blk.buckets.data(), blk.n, shifted, blk.slots, blk.rows, blk.kend,
@@ -698,7 +719,8 @@ TEMPLATE_TEST_CASE("every version's probabilities are the normalised numerators,
         blk.buckets[static_cast<std::size_t>(2 * n + j)] = -1;
         blk.z[static_cast<std::size_t>(3 * n + j)] *= S(3e6);
         for (Index i : {0, 1, 2, 3, 5})
-          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1) blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
+          if (blk.buckets[static_cast<std::size_t>(i * n + j)] == 1)
+            blk.buckets[static_cast<std::size_t>(i * n + j)] = 0;
       }
       blk.z[static_cast<std::size_t>(2 * n + 7)] = nan;
       blk.buckets[static_cast<std::size_t>(4 * n + 3)] = 1;  // slot 2
@@ -710,8 +732,8 @@ TEMPLATE_TEST_CASE("every version's probabilities are the normalised numerators,
   }
 }
 
-TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment",
-                   "[kernels][copy]", float, double) {
+TEMPLATE_TEST_CASE("scale_rows multiplies each row by its factor, streamed or not, at any alignment", "[kernels][copy]",
+                   float, double) {
   using S = TestType;
   std::mt19937 rng(99);
   std::normal_distribution<double> g(0.0, 1.0);

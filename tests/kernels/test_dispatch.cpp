@@ -76,7 +76,7 @@ struct Input {
   std::vector<S> run(F&& numerators) const {
     std::vector<S, Eigen::aligned_allocator<S>> block(z.begin(), z.end());
     std::vector<S> inv(static_cast<std::size_t>(rows)), row_max(inv);
-    numerators(block.data(), n, buckets.data(), n, shifted.data(), slots, rows, n, Index(-1), n, inv.data(),
+    numerators(k::RowBlock<S>{rows, n, n, -1, buckets.data(), n, shifted.data(), slots}, block.data(), n, inv.data(),
                row_max.data());
     std::vector<S> out(block.begin(), block.end());
     out.insert(out.end(), inv.begin(), inv.end());
@@ -137,8 +137,7 @@ TEST_CASE("each ISA names one kernel set: its own version where a family has one
   CHECK(k::kernel_set_for(KernelIsa::portable) ==
         k::KernelSet{KernelIsa::portable, KernelIsa::portable, KernelIsa::portable});
   CHECK(k::kernel_set_for(KernelIsa::avx2) == k::KernelSet{KernelIsa::avx2, KernelIsa::avx2, KernelIsa::portable});
-  CHECK(k::kernel_set_for(KernelIsa::avx512) ==
-        k::KernelSet{KernelIsa::avx512, KernelIsa::avx512, KernelIsa::avx512});
+  CHECK(k::kernel_set_for(KernelIsa::avx512) == k::KernelSet{KernelIsa::avx512, KernelIsa::avx512, KernelIsa::avx512});
   CHECK(k::kernel_set_for(KernelIsa::neon) == k::KernelSet{KernelIsa::neon, KernelIsa::portable, KernelIsa::portable});
   CHECK(k::kernel_set_for(KernelIsa::avx2) != k::kernel_set_for(KernelIsa::portable));
   KeepIsa keep;
@@ -148,6 +147,13 @@ TEST_CASE("each ISA names one kernel set: its own version where a family has one
     CHECK(k::kernel_set() == k::kernel_set_for(isa));
     // The few-rows projection kernel runs with the avx512 set only.
     CHECK(k::uses_small_linear<float>(16) == (isa == KernelIsa::avx512));
+    // The set's table holds what the set names: the few-rows kernel where
+    // the set has one, the set's GEMM (the portable one with Eigen's products).
+    const k::KernelTable<double>& table = k::active_kernels<double>();
+    CHECK((table.linear_small != nullptr) == (k::kernel_set().linear_small != KernelIsa::portable));
+    CHECK((table.gemm == k::portable::kernel_table<double>.gemm) == (k::kernel_set().gemm == KernelIsa::portable));
+    CHECK((table.rows.softmax_numerators == k::portable::kernel_table<double>.rows.softmax_numerators) ==
+          (k::kernel_set().rows == KernelIsa::portable));
   }
 }
 
@@ -158,16 +164,15 @@ TEST_CASE("set_isa switches the layer's entry points to that ISA's kernels", "[k
     INFO("isa " << synattn::to_string(isa));
     k::set_isa(isa);
     CHECK(k::active_isa() == isa);
-    const auto direct = in.run([&](auto... a) { k::row_kernels<float>(isa).softmax_numerators(a...); });
+    const auto direct = in.run([&](auto... a) { k::kernels_for<float>(isa).rows.softmax_numerators(a...); });
     const auto dispatched = in.run([](auto... a) { k::softmax_numerators<float>(a...); });
     CHECK(direct == dispatched);  // bit for bit: the very same function ran
-    CHECK_THAT(synattn::build_info(),
-               Catch::Contains(std::string("kernels: ") + synattn::to_string(isa) + " set (rows " +
-                               synattn::to_string(isa)));
+    CHECK_THAT(synattn::build_info(), Catch::Contains(std::string("kernels: ") + synattn::to_string(isa) +
+                                                      " set (rows " + synattn::to_string(isa)));
   }
 }
 
-TEST_CASE("set_isa and row_kernels refuse an ISA this build or CPU cannot run, naming it", "[kernels][dispatch]") {
+TEST_CASE("set_isa and kernels_for refuse an ISA this build or CPU cannot run, naming it", "[kernels][dispatch]") {
   KeepIsa keep;
   for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
     if (k::isa_supported(isa)) continue;
@@ -175,7 +180,7 @@ TEST_CASE("set_isa and row_kernels refuse an ISA this build or CPU cannot run, n
     CHECK_THROWS_AS(k::set_isa(isa), synattn::Error);
     CHECK_THROWS_WITH(k::set_isa(isa), Catch::Contains(std::string("set_isa(") + synattn::to_string(isa) + ")") &&
                                            Catch::Contains("it runs: portable"));
-    CHECK_THROWS_WITH(k::row_kernels<double>(isa), Catch::Contains(synattn::to_string(isa)));
+    CHECK_THROWS_WITH(k::kernels_for<double>(isa), Catch::Contains(synattn::to_string(isa)));
     CHECK(k::active_isa() == keep.saved);  // unchanged
   }
   CHECK_THROWS_WITH(k::set_isa(static_cast<KernelIsa>(7)), Catch::Contains("KernelIsa value 7"));
@@ -189,8 +194,8 @@ TEST_CASE("SYNATTN_KERNEL_ISA picks the ISA at first use and a bad value is a cl
   ::setenv("SYNATTN_KERNEL_ISA", "", 1);  // empty: as if unset
   CHECK(k::detail::initial_isa() == k::detail::default_isa());
   ::setenv("SYNATTN_KERNEL_ISA", "AVX2", 1);
-  CHECK_THROWS_WITH(k::detail::initial_isa(),
-                    Catch::Contains("SYNATTN_KERNEL_ISA is 'AVX2'") && Catch::Contains("portable, avx2, avx512 or neon"));
+  CHECK_THROWS_WITH(k::detail::initial_isa(), Catch::Contains("SYNATTN_KERNEL_ISA is 'AVX2'") &&
+                                                  Catch::Contains("portable, avx2, avx512 or neon"));
   for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
     ::setenv("SYNATTN_KERNEL_ISA", synattn::to_string(isa), 1);
     if (k::isa_supported(isa))
@@ -210,7 +215,7 @@ TEST_CASE("set_isa from one thread while others run kernels: each call runs one 
   const Input<double> in;
   std::vector<std::vector<double>> expected;
   for (KernelIsa isa : k::supported_isas())
-    expected.push_back(in.run([&](auto... a) { k::row_kernels<double>(isa).softmax_numerators(a...); }));
+    expected.push_back(in.run([&](auto... a) { k::kernels_for<double>(isa).rows.softmax_numerators(a...); }));
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0}, runs{0};
   std::vector<std::thread> workers;
@@ -229,14 +234,15 @@ TEST_CASE("set_isa from one thread while others run kernels: each call runs one 
   CHECK(bad.load() == 0);
 }
 
-TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features, and every family carries "
-          "its versions",
-          "[dispatch][isa]") {
+TEST_CASE(
+    "one ISA query for every kernel family: cpu_runs follows cpu_features, and every family carries "
+    "its versions",
+    "[dispatch][isa]") {
   using synattn::CpuFeature;
   CHECK(k::required_features(KernelIsa::portable) == CpuFeature::none);
   CHECK(k::required_features(KernelIsa::avx2) == (CpuFeature::avx2 | CpuFeature::fma));
-  CHECK(synattn::has(k::required_features(KernelIsa::avx512), CpuFeature::avx512bw | CpuFeature::avx512vl |
-                                                                   CpuFeature::avx512dq | CpuFeature::avx512f));
+  CHECK(synattn::has(k::required_features(KernelIsa::avx512),
+                     CpuFeature::avx512bw | CpuFeature::avx512vl | CpuFeature::avx512dq | CpuFeature::avx512f));
   CHECK(k::cpu_runs(KernelIsa::portable));
   const CpuFeature cpu = synattn::cpu_features();
   for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
@@ -262,20 +268,17 @@ TEST_CASE("one ISA query for every kernel family: cpu_runs follows cpu_features,
 #if !defined(SYNATTN_PORTABLE_KERNELS) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512}) {
     INFO(synattn::to_string(isa));
-    CHECK(k::detail::carries_rows(isa));
-    CHECK(k::detail::carries_gemm(isa));
+    CHECK(k::detail::compiled(isa));
     CHECK(k::isa_supported(isa) == k::cpu_runs(isa));
   }
-  CHECK(k::detail::carries_linear_small(KernelIsa::avx512));
-  CHECK_FALSE(k::detail::carries_linear_small(KernelIsa::avx2));
+  CHECK(k::avx512::kernel_table<float>.linear_small != nullptr);
+  CHECK(k::avx2::kernel_table<float>.linear_small == nullptr);
 #elif defined(SYNATTN_PORTABLE_KERNELS)
-  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) {
-    CHECK_FALSE(k::detail::carries_rows(isa));
-    CHECK_FALSE(k::detail::carries_gemm(isa));
-    CHECK_FALSE(k::detail::carries_linear_small(isa));
-  }
+  for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512, KernelIsa::neon}) CHECK_FALSE(k::detail::compiled(isa));
 #endif
-  CHECK_FALSE(k::detail::carries_gemm(KernelIsa::neon));
+#if !defined(__aarch64__)
+  CHECK_FALSE(k::detail::compiled(KernelIsa::neon));
+#endif
   CHECK(k::detail::compiled(KernelIsa::portable));
   CHECK_FALSE(k::detail::compiled(static_cast<KernelIsa>(7)));
 }

@@ -345,22 +345,22 @@ void check_panel_copies(Transposed transposed, Rows rows, const char* isa) {
 template <class S>
 void check_isa_panel_copies(KernelIsa isa) {
   if (isa == KernelIsa::portable) {
-    using P = synattn::kernels::gemm_portable::Packet<S>;
-    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_portable, S, P::MR), "portable");
-    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_portable, S, P::NR), "portable");
+    using P = synattn::kernels::portable::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(portable, S, P::MR), "portable");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(portable, S, P::NR), "portable");
   }
-#if defined(SYNATTN_HAVE_AVX2_GEMM)
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
   if (isa == KernelIsa::avx2) {
-    using P = synattn::kernels::gemm_avx2::Packet<S>;
-    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_avx2, S, P::MR), "avx2");
-    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_avx2, S, P::NR), "avx2");
+    using P = synattn::kernels::avx2::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(avx2, S, P::MR), "avx2");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(avx2, S, P::NR), "avx2");
   }
 #endif
-#if defined(SYNATTN_HAVE_AVX512_GEMM)
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
   if (isa == KernelIsa::avx512) {
-    using P = synattn::kernels::gemm_avx512::Packet<S>;
-    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(gemm_avx512, S, P::MR), "avx512");
-    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(gemm_avx512, S, P::NR), "avx512");
+    using P = synattn::kernels::avx512::Packet<S>;
+    check_panel_copies<S, P::MR>(SYNATTN_PANEL_COPIES(avx512, S, P::MR), "avx512");
+    check_panel_copies<S, P::NR>(SYNATTN_PANEL_COPIES(avx512, S, P::NR), "avx512");
   }
 #endif
 }

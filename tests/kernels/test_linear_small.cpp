@@ -61,9 +61,8 @@ TEMPLATE_TEST_CASE("linear_product equals A B^T (+ bias) for every shape class, 
           RowMajorMatrix<double> want = A.template cast<double>() * b.template cast<double>().transpose();
           if (with_bias) want.rowwise() += bias.template cast<double>().row(0);
           INFO("set " << synattn::to_string(isa) << ", m " << m << ", n " << n << ", k " << k << ", small kernel "
-                    << synattn::kernels::uses_small_linear<S>(m));
-          CHECK((c_full.block(1, 1, m, n).template cast<double>() - want).cwiseAbs().maxCoeff() <=
-                tolerance<S>(k));
+                      << synattn::kernels::uses_small_linear<S>(m));
+          CHECK((c_full.block(1, 1, m, n).template cast<double>() - want).cwiseAbs().maxCoeff() <= tolerance<S>(k));
           // Nothing outside the destination block is touched.
           CHECK(c_full.row(0).isConstant(S(-3)));
           CHECK(c_full.row(m + 1).isConstant(S(-3)));
@@ -73,14 +72,12 @@ TEMPLATE_TEST_CASE("linear_product equals A B^T (+ bias) for every shape class, 
   }
 }
 
-#if defined(SYNATTN_HAVE_AVX512_LINEAR)
-TEMPLATE_TEST_CASE("the AVX-512 small-rows kernel matches Eigen's product at every row count", "[kernels][linear][avx512]",
-                   float, double) {
-  using S = TestType;
-  if (!synattn::kernels::cpu_runs(KernelIsa::avx512)) {
-    WARN("this CPU has no AVX-512: the kernel is compiled (target pragmas) but not run");
-    return;
-  }
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+// The kernel is written once over the packet (linear_small_algorithm.inc);
+// the registry runs the AVX-512 one, and the AVX2 one is checked too.
+template <class S>
+void check_linear_small(void (*linear_small)(const S*, Index, const S*, Index, S*, Index, Index, Index, Index,
+                                             S*) noexcept) {
   std::mt19937 rng(8);
   for (Index m = 1; m <= 40; ++m)
     for (Index n : {1, 8, 13}) {
@@ -88,12 +85,23 @@ TEMPLATE_TEST_CASE("the AVX-512 small-rows kernel matches Eigen's product at eve
       const RowMajorMatrix<S> a = random<S>(m, k, rng), b = random<S>(n, k, rng);
       RowMajorMatrix<S> c(m, n);
       std::vector<S, Eigen::aligned_allocator<S>> panel(
-          static_cast<std::size_t>(synattn::kernels::avx512::linear_small_workspace<S>(k)));
-      synattn::kernels::avx512::linear_small<S>(a.data(), k, b.data(), k, c.data(), n, m, n, k, panel.data());
+          static_cast<std::size_t>(synattn::kernels::linear_small_workspace<S>(k)));
+      linear_small(a.data(), k, b.data(), k, c.data(), n, m, n, k, panel.data());
       const RowMajorMatrix<double> want = a.template cast<double>() * b.template cast<double>().transpose();
       INFO("m " << m << ", n " << n);
       CHECK((c.template cast<double>() - want).cwiseAbs().maxCoeff() <= tolerance<S>(k));
     }
+}
+
+TEMPLATE_TEST_CASE("the small-rows kernel matches Eigen's product at every row count", "[kernels][linear][avx512]",
+                   float, double) {
+  using S = TestType;
+  if (synattn::kernels::cpu_runs(KernelIsa::avx2)) check_linear_small<S>(&synattn::kernels::avx2::linear_small<S>);
+  if (!synattn::kernels::cpu_runs(KernelIsa::avx512)) {
+    WARN("this CPU has no AVX-512: the kernel is compiled (target pragmas) but not run");
+    return;
+  }
+  check_linear_small<S>(synattn::kernels::avx512::kernel_table<S>.linear_small);
 }
 #endif
 

@@ -142,8 +142,9 @@ void softmax_backward_block(Eigen::Map<RowMajorMatrix<Scalar>> dS, const Scalar*
                             Scalar* hist, int slots, int views, const BlockGeometry& g, Index b, Index r0,
                             const Scalar* dots) {
   const Index m = dS.rows(), ld = g.ld(), v = g.valid_rows(b, r0, m);
-  kernels::softmax_backward<Scalar>(P, ld, dS.data(), ld, g.bucket_rows(buckets, g.n_kv, b, r0), g.bucket_ld(g.n_kv), v,
-                                    g.keys(b), g.causal_row0(r0), ld, hist, slots, slots, dots);
+  const kernels::RowBlock<Scalar> block{
+      v, ld, g.keys(b), g.causal_row0(r0), g.bucket_rows(buckets, g.n_kv, b, r0), g.bucket_ld(g.n_kv), nullptr, slots};
+  kernels::softmax_backward<Scalar>(block, P, ld, dS.data(), ld, hist, slots, dots);
   dS.bottomRows(m - v).setZero();
   if (hist && views > 1) add_view_histograms<Scalar>(dS, buckets, hist, slots, views, g, b, r0);
 }

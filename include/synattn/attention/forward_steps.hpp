@@ -104,8 +104,10 @@ struct RowBlockBias {
     rows = g.bucket_rows(buckets, ldb, b, r0);
     ld = g.bucket_ld(ldb);
   }
-  // The kernels' `shifted` argument: null without a syntax bias.
-  const Scalar* table() const noexcept { return slots > 0 ? shifted : nullptr; }
+  // The kernels' block of the v valid rows: the table null without a syntax bias.
+  kernels::RowBlock<Scalar> block(Index v, const BlockGeometry& g, Index b, Index r0) const noexcept {
+    return {v, g.ld(), g.keys(b), g.causal_row0(r0), rows, ld, slots > 0 ? shifted : nullptr, slots};
+  }
 };
 
 // Bias, mask and softmax numerators of the valid rows of S (m, g.ld()), in
@@ -121,8 +123,7 @@ void softmax_numerators_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const std::i
                               Scalar* inv, Scalar* row_max = nullptr) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
   const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
-  kernels::softmax_numerators<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table(), bias.slots, v,
-                                      g.keys(b), g.causal_row0(r0), g.ld(), inv, row_max);
+  kernels::softmax_numerators<Scalar>(bias.block(v, g, b, r0), S.data(), g.ld(), inv, row_max);
   std::fill(inv + v, inv + m, Scalar(0));
   S.bottomRows(m - v).setZero();
 }
@@ -137,8 +138,7 @@ void recompute_probabilities_block(Eigen::Map<RowMajorMatrix<Scalar>> S, const s
                                    const Scalar* row_max, const Scalar* inv) {
   const Index m = S.rows(), v = g.valid_rows(b, r0, m);
   const RowBlockBias<Scalar> bias(S, buckets, ldb, table, g, b, a, r0);
-  kernels::probabilities<Scalar>(S.data(), g.ld(), bias.rows, bias.ld, bias.table(), bias.slots, v, g.keys(b),
-                                 g.causal_row0(r0), g.ld(), row_max, inv);
+  kernels::probabilities<Scalar>(bias.block(v, g, b, r0), S.data(), g.ld(), row_max, inv);
   S.bottomRows(m - v).setZero();
 }
 

@@ -70,6 +70,36 @@ inline Index visible_keys(Index kend, Index causal_row0, Index i) noexcept {
   return causal_row0 < 0 ? kend : std::min(kend, causal_row0 + i + 1);
 }
 
+// A block of attention rows as every row kernel reads it, besides its
+// arrays: `rows` query rows of `n` keys (the row length each kernel writes),
+// row i seeing keys [0, visible(i)) (the conventions above: `kend`, and with
+// a causal mask, causal_row0 >= 0, the block's first query position).
+// `buckets` (row stride ldb) holds each key's bucket, null without a bias;
+// `shifted` the `slots` entries of the slot table, null when no bias is added
+// (the backward reads `slots` only, for its histogram).
+template <class Scalar>
+struct RowBlock {
+  Index rows = 0;
+  Index n = 0;
+  Index kend = 0;
+  Index causal_row0 = -1;
+  const std::int8_t* buckets = nullptr;
+  Index ldb = 0;
+  const Scalar* shifted = nullptr;
+  int slots = 0;
+
+  Index visible(Index i) const noexcept { return visible_keys(kend, causal_row0, i); }
+  // No bucket block without a bias (null): no row pointer into it either.
+  const std::int8_t* bucket_row(Index i) const noexcept { return buckets != nullptr ? buckets + i * ldb : nullptr; }
+  // row[j] += shifted[bucket + 1] for the first ke keys of row i, one add
+  // each; nothing without a table.
+  void add_bias(Scalar* row, Index i, Index ke) const noexcept {
+    if (shifted == nullptr) return;
+    const std::int8_t* b = buckets + i * ldb;
+    for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
+  }
+};
+
 // The row after row i of a block (row i itself for the last row, so no
 // pointer leaves the block); null stays null.
 template <class T>
@@ -165,22 +195,17 @@ inline void for_each_exp_chunk(Scalar* row, Index ke, Scalar max, Body&& body) n
 // visible key): with inv_sum, the row's log-sum-exp in two factors, from
 // which `probabilities` recomputes the row without its two reductions.
 template <class Scalar>
-inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
-                               int slots, Index rows, Index kend, Index causal_row0, Index n, Scalar* inv_sum,
-                               Scalar* row_max = nullptr) noexcept {
-  SYNATTN_ASSERT(0 <= kend && kend <= n);
-  (void)slots;
-  for (Index i = 0; i < rows; ++i) {
+inline void softmax_numerators(const RowBlock<Scalar>& block, Scalar* z, Index ld, Scalar* inv_sum,
+                               Scalar* row_max) noexcept {
+  SYNATTN_ASSERT(0 <= block.kend && block.kend <= block.n);
+  for (Index i = 0; i < block.rows; ++i) {
     Scalar* row = z + i * ld;
-    // No bucket block without a bias (null): no row pointer into it either.
-    const std::int8_t* b = buckets != nullptr ? buckets + i * ldb : nullptr;
-    const Index ke = visible_keys(kend, causal_row0, i);
-    std::fill(row + ke, row + n, Scalar(0));
+    const Index ke = block.visible(i);
+    std::fill(row + ke, row + block.n, Scalar(0));
     inv_sum[i] = Scalar(0);
     if (row_max != nullptr) row_max[i] = -std::numeric_limits<Scalar>::infinity();
     if (ke == 0) continue;
-    if (shifted != nullptr)
-      for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
+    block.add_bias(row, i, ke);
     const Scalar max = ConstArrayMap<Scalar>(row, ke).maxCoeff();  // exact in any order
     if (row_max != nullptr) row_max[i] = max;
     if (max == -std::numeric_limits<Scalar>::infinity()) {
@@ -207,24 +232,20 @@ inline void softmax_numerators(Scalar* z, Index ld, const std::int8_t* buckets, 
 // numerators' zeros gives). A row whose maximum was -inf holds inv_sum[i]
 // squared: the fill value of no_visible_key_row (0, or NaN), scaled by itself.
 template <class Scalar>
-inline void probabilities(Scalar* z, Index ld, const std::int8_t* buckets, Index ldb, const Scalar* shifted,
-                          int slots, Index rows, Index kend, Index causal_row0, Index n, const Scalar* row_max,
+inline void probabilities(const RowBlock<Scalar>& block, Scalar* z, Index ld, const Scalar* row_max,
                           const Scalar* inv_sum) noexcept {
-  SYNATTN_ASSERT(0 <= kend && kend <= n);
-  (void)slots;
-  for (Index i = 0; i < rows; ++i) {
+  SYNATTN_ASSERT(0 <= block.kend && block.kend <= block.n);
+  for (Index i = 0; i < block.rows; ++i) {
     Scalar* row = z + i * ld;
-    const std::int8_t* b = buckets != nullptr ? buckets + i * ldb : nullptr;
-    const Index ke = visible_keys(kend, causal_row0, i);
+    const Index ke = block.visible(i);
     const Scalar inv = inv_sum[i], max = row_max[i];
-    std::fill(row + ke, row + n, Scalar(0) * inv);
+    std::fill(row + ke, row + block.n, Scalar(0) * inv);
     if (ke == 0) continue;
     if (max == -std::numeric_limits<Scalar>::infinity()) {
       std::fill(row, row + ke, inv * inv);
       continue;
     }
-    if (shifted != nullptr)
-      for (Index j = 0; j < ke; ++j) row[j] += shifted[b[j] + 1];
+    block.add_bias(row, i, ke);
     for_each_exp_chunk<Scalar>(row, ke, max, [&](Scalar* out, const Chunk<Scalar>& c, Index len) {
       ArrayMap<Scalar>(out, len) = c.head(len) * inv;
     });
@@ -241,16 +262,14 @@ inline void probabilities(Scalar* z, Index ld, const std::int8_t* buckets, Index
 // <dctx_i, ctx_i>, dv products instead of n (the kernel then reads each row
 // once instead of twice).
 template <class Scalar>
-inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, const std::int8_t* buckets, Index ldb,
-                             Index rows, Index kend, Index causal_row0, Index n, Scalar* hist, Index stride,
-                             int slots, const Scalar* dots = nullptr) noexcept {
-  SYNATTN_ASSERT(0 <= kend && kend <= n);
-  (void)slots;
-  for (Index i = 0; i < rows; ++i) {
+inline void softmax_backward(const RowBlock<Scalar>& block, const Scalar* p, Index ldp, Scalar* dz, Index ld,
+                             Scalar* hist, Index stride, const Scalar* dots) noexcept {
+  SYNATTN_ASSERT(0 <= block.kend && block.kend <= block.n);
+  for (Index i = 0; i < block.rows; ++i) {
     const Scalar* prow = p + i * ldp;
     Scalar* row = dz + i * ld;
-    const Index ke = visible_keys(kend, causal_row0, i);
-    std::fill(row + ke, row + n, Scalar(0));
+    const Index ke = block.visible(i);
+    std::fill(row + ke, row + block.n, Scalar(0));
     if (ke == 0) continue;
     Scalar dot;
     if (dots != nullptr) {
@@ -270,7 +289,7 @@ inline void softmax_backward(const Scalar* p, Index ldp, Scalar* dz, Index ld, c
     }
     // One rounding per value, the same in a packet or alone.
     ArrayMap<Scalar>(row, ke) = ConstArrayMap<Scalar>(prow, ke) * (ConstArrayMap<Scalar>(row, ke) - dot);
-    if (hist != nullptr) scatter_histogram_row(row, buckets + i * ldb, ke, hist, stride);
+    if (hist != nullptr) scatter_histogram_row(row, block.buckets + i * block.ldb, ke, hist, stride);
   }
 }
 

@@ -1,11 +1,12 @@
 // synattn — a packed, blocked GEMM on row-major views, C (m, n) =
 // alpha op(A) op(B) + beta C, whose instruction set is chosen at run time:
 //
-//   kernels/gemm_avx512.hpp    AVX-512F (14 x 32 float tile)
-//   kernels/gemm_avx2.hpp      AVX2 + FMA (6 x 16 float tile)
-//   kernels/gemm_portable.hpp  any CPU (4 x 4 scalar tile)
+//   kernels/gemm_blocked.inc     the algorithm, written once over the packet of
+//   kernels/packet_avx512.hpp    AVX-512 (14 x 32 float tile)
+//   kernels/packet_avx2.hpp      AVX2 + FMA (6 x 16 float tile)
+//   kernels/packet_portable.hpp  any CPU (4 x 4 scalar tile)
 //
-// The vector versions are compiled by per-function target attributes, so a
+// The vector versions are compiled in their packets' target regions, so a
 // build with the compiler's default flags (x86-64 baseline, SSE2) carries
 // them; which one runs is the kernel registry's `gemm` (kernels/registry.hpp:
 // by default the widest set the build carries and the CPU runs, so AVX-512
@@ -25,9 +26,6 @@
 
 #include "../error.hpp"
 #include "../matrix.hpp"
-#include "gemm_avx2.hpp"
-#include "gemm_avx512.hpp"
-#include "gemm_portable.hpp"
 #include "operands.hpp"
 #include "registry.hpp"
 
@@ -57,21 +55,7 @@ void gemm(Transpose transpose, Index m, Index n, Index k, Scalar alpha, const Sc
   if (lda < std::max<Index>(1, ta ? m : k)) fail("lda", lda, ta ? ">= max(1, m) (A^T: A is (k, m))" : ">= max(1, k)");
   if (ldb < std::max<Index>(1, tb ? k : n)) fail("ldb", ldb, tb ? ">= max(1, k) (B^T: B is (n, k))" : ">= max(1, n)");
   if (ldc < std::max<Index>(1, n)) fail("ldc", ldc, ">= max(1, n)");
-  switch (kernel_set().gemm) {
-#if defined(SYNATTN_HAVE_AVX512_GEMM)
-    case KernelIsa::avx512:
-      gemm_avx512::gemm<Scalar>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-      return;
-#endif
-#if defined(SYNATTN_HAVE_AVX2_GEMM)
-    case KernelIsa::avx2:
-      gemm_avx2::gemm<Scalar>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-      return;
-#endif
-    default:
-      gemm_portable::gemm<Scalar>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-      return;
-  }
+  active_kernels<Scalar>().gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace kernels

@@ -1,7 +1,7 @@
 // synattn — C = A B^T, the product of an nn.Linear layer (B is the (n, k)
 // weight), through kernels::product or, for a few rows of A when the kernel
 // registry's set has a few-rows kernel (kernels/registry.hpp: the avx512
-// set), through kernels/linear_small_avx512.hpp, which does not
+// set), through kernels/linear_small_algorithm.inc, which does not
 // pack B (see there why that matters at single-sentence sizes).
 //
 // kernels::product (the dispatched GEMM or Eigen's product, whichever
@@ -18,7 +18,6 @@
 
 #include "../config.hpp"
 #include "../matrix.hpp"
-#include "linear_small_avx512.hpp"
 #include "operands.hpp"
 #include "product.hpp"
 #include "registry.hpp"
@@ -52,7 +51,7 @@ constexpr Index kSmallLinearMaxRows = 64;
 // registry's set has one, and m is in the range where it was measured faster.
 template <class Scalar>
 inline bool uses_small_linear(Index m) {
-  if (kernel_set().linear_small != KernelIsa::avx512) return false;
+  if (active_kernels<Scalar>().linear_small == nullptr) return false;
   constexpr Index lanes = 64 / Index(sizeof(Scalar));
   return m > lanes / 2 && m <= kSmallLinearMaxRows;
 }
@@ -69,16 +68,14 @@ inline void linear_product(Eigen::Ref<RowMajorMatrix<Scalar>> C, const Eigen::Re
                            const Eigen::Ref<const RowMajorMatrix<Scalar>>& B, const Scalar* bias = nullptr) {
   using BiasRow = Eigen::Map<const Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>;
   SYNATTN_ASSERT(B.cols() == A.cols() && C.rows() == A.rows() && C.cols() == B.rows());
-#if defined(SYNATTN_HAVE_AVX512_LINEAR)
   const Index m = A.rows(), n = B.rows(), k = A.cols();
   if (k > 0 && uses_small_linear<Scalar>(m)) {
-    Scalar* panel = detail::thread_workspace<Scalar>(avx512::linear_small_workspace<Scalar>(k));
-    avx512::linear_small<Scalar>(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(), C.outerStride(), m,
-                                 n, k, panel);
+    Scalar* panel = detail::thread_workspace<Scalar>(linear_small_workspace<Scalar>(k));
+    active_kernels<Scalar>().linear_small(A.data(), A.outerStride(), B.data(), B.outerStride(), C.data(),
+                                          C.outerStride(), m, n, k, panel);
     if (bias) C.rowwise() += BiasRow(bias, B.rows());
     return;
   }
-#endif
   if (bias) {
     C.rowwise() = BiasRow(bias, B.rows());
     product<Scalar>(C, A, B, Transpose::rhs, Accumulate::add);

@@ -39,13 +39,12 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "attention_rows_avx2.hpp"
-#include "attention_rows_avx512.hpp"
-#include "attention_rows_neon.hpp"
-#include "gemm_avx2.hpp"
-#include "gemm_avx512.hpp"
 #include "isa.hpp"
-#include "linear_small_avx512.hpp"
+#include "kernel_table.hpp"
+#include "packet_avx2.hpp"
+#include "packet_avx512.hpp"
+#include "packet_neon.hpp"
+#include "packet_portable.hpp"
 
 namespace synattn {
 namespace kernels {
@@ -67,66 +66,63 @@ constexpr bool operator==(const KernelSet& a, const KernelSet& b) noexcept {
 constexpr bool operator!=(const KernelSet& a, const KernelSet& b) noexcept { return !(a == b); }
 
 // The set `isa` names: every family in that ISA where it has a version, the
-// portable one (or none, for linear_small) where it has not. NEON has row
-// kernels only; linear_small has an AVX-512 version only.
+// portable one (or none, for linear_small) where it has not (what each
+// packet_<isa>.hpp's kernel_table holds). NEON has row kernels only; the
+// few-rows kernel runs with the avx512 set only.
 constexpr KernelSet kernel_set_for(KernelIsa isa) noexcept {
   switch (isa) {
-    case KernelIsa::avx2: return {KernelIsa::avx2, KernelIsa::avx2, KernelIsa::portable};
-    case KernelIsa::avx512: return {KernelIsa::avx512, KernelIsa::avx512, KernelIsa::avx512};
-    case KernelIsa::neon: return {KernelIsa::neon, KernelIsa::portable, KernelIsa::portable};
-    default: return {KernelIsa::portable, KernelIsa::portable, KernelIsa::portable};
+    case KernelIsa::avx2:
+      return {KernelIsa::avx2, KernelIsa::avx2, KernelIsa::portable};
+    case KernelIsa::avx512:
+      return {KernelIsa::avx512, KernelIsa::avx512, KernelIsa::avx512};
+    case KernelIsa::neon:
+      return {KernelIsa::neon, KernelIsa::portable, KernelIsa::portable};
+    default:
+      return {KernelIsa::portable, KernelIsa::portable, KernelIsa::portable};
   }
 }
 
 namespace detail {
 
-// Whether this build carries `isa`'s version of a family (the per-ISA
-// headers define SYNATTN_HAVE_*: x86-64 GCC / Clang, or AArch64, and not
-// SYNATTN_PORTABLE_KERNELS). Portable always.
-inline bool carries_rows(KernelIsa isa) noexcept {
+// Whether this build carries `isa`'s kernels (each kernels/packet_<isa>.hpp
+// defines SYNATTN_HAVE_<ISA>_KERNELS: x86-64 GCC / Clang, or AArch64, and
+// not SYNATTN_PORTABLE_KERNELS). Portable always.
+inline bool compiled(KernelIsa isa) noexcept {
   switch (isa) {
-    case KernelIsa::portable: return true;
+    case KernelIsa::portable:
+      return true;
 #if defined(SYNATTN_HAVE_AVX2_KERNELS)
-    case KernelIsa::avx2: return true;
+    case KernelIsa::avx2:
+      return true;
 #endif
 #if defined(SYNATTN_HAVE_AVX512_KERNELS)
-    case KernelIsa::avx512: return true;
+    case KernelIsa::avx512:
+      return true;
 #endif
 #if defined(SYNATTN_HAVE_NEON_KERNELS)
-    case KernelIsa::neon: return true;
+    case KernelIsa::neon:
+      return true;
 #endif
-    default: return false;
-  }
-}
-inline bool carries_gemm(KernelIsa isa) noexcept {
-  switch (isa) {
-    case KernelIsa::portable: return true;
-#if defined(SYNATTN_HAVE_AVX2_GEMM)
-    case KernelIsa::avx2: return true;
-#endif
-#if defined(SYNATTN_HAVE_AVX512_GEMM)
-    case KernelIsa::avx512: return true;
-#endif
-    default: return false;
-  }
-}
-inline bool carries_linear_small(KernelIsa isa) noexcept {
-  switch (isa) {
-    case KernelIsa::portable: return true;
-#if defined(SYNATTN_HAVE_AVX512_LINEAR)
-    case KernelIsa::avx512: return true;
-#endif
-    default: return false;
+    default:
+      return false;
   }
 }
 
-// Whether this build carries every kernel of `isa`'s set.
-inline bool compiled(KernelIsa isa) noexcept {
-  bool known = false;
-  for (KernelIsa each : kAllIsas) known = known || each == isa;
-  if (!known) return false;
-  const KernelSet set = kernel_set_for(isa);
-  return carries_rows(set.rows) && carries_gemm(set.gemm) && carries_linear_small(set.linear_small);
+// `isa`'s kernel table (kernel_set_for(isa)'s functions), which must be
+// compiled (else the portable one): the one dispatch of every family.
+template <class Scalar>
+inline const KernelTable<Scalar>& table_of(KernelIsa isa) noexcept {
+#if defined(SYNATTN_HAVE_AVX2_KERNELS)
+  if (isa == KernelIsa::avx2) return avx2::kernel_table<Scalar>;
+#endif
+#if defined(SYNATTN_HAVE_AVX512_KERNELS)
+  if (isa == KernelIsa::avx512) return avx512::kernel_table<Scalar>;
+#endif
+#if defined(SYNATTN_HAVE_NEON_KERNELS)
+  if (isa == KernelIsa::neon) return neon::kernel_table<Scalar>;
+#endif
+  (void)isa;
+  return portable::kernel_table<Scalar>;
 }
 
 inline std::string supported_list();
@@ -215,6 +211,22 @@ inline KernelIsa active_isa() {
 
 // The kernel set every family runs now: kernel_set_for(active_isa()).
 inline KernelSet kernel_set() { return kernel_set_for(active_isa()); }
+
+// `isa`'s kernels of every family, for tests and tools that compare ISAs
+// side by side; throws synattn::Error naming it if this build or CPU cannot
+// run it.
+template <class Scalar>
+inline const KernelTable<Scalar>& kernels_for(KernelIsa isa) {
+  const std::string why = detail::cannot_run(isa);
+  if (!why.empty()) throw Error(std::string("kernels::kernels_for(") + to_string(isa) + "): " + why);
+  return detail::table_of<Scalar>(isa);
+}
+
+// The kernels every family runs now: active_isa()'s table.
+template <class Scalar>
+inline const KernelTable<Scalar>& active_kernels() {
+  return detail::table_of<Scalar>(active_isa());
+}
 
 // Makes every later kernel call, of every family, run `isa`'s set
 // (thread-safe). Throws synattn::Error naming the ISA if this build or CPU
