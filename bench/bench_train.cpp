@@ -108,7 +108,7 @@ void BM_TrainStep(benchmark::State& state) {
   for (auto _ : state) {
     model.zero_grad();
     const RandomStream dropout = RandomStream(7).derive(step++);
-    const nn::LossResult loss = model.loss_and_backward(ids, lengths, buckets, labels, cache, &dropout);
+    const nn::LossResult loss = model.loss_and_backward({ids, lengths, buckets}, labels, cache, &dropout);
     adam.step(model.parameter_store());
     benchmark::DoNotOptimize(loss.loss);
   }

@@ -165,7 +165,7 @@ double evaluate_packed(const Model& model, const synattn::EncodedCorpus& corpus,
                                      synattn::WordDropout::none(), batch);
     const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
     const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
-    const IdVector predicted = model.predict(ids, batch.buckets, cache);
+    const IdVector predicted = model.predict({ids, batch.buckets}, cache);
     correct += synattn::nn::count_correct(predicted, labels, batch.lengths());
     counted += static_cast<long long>(batch.tokens);
   }
@@ -185,7 +185,7 @@ double evaluate(const Model& model, const synattn::EncodedCorpus& corpus, const 
     synattn::make_token_batch(corpus, indices, synattn::WordDropout::none(), batch);
     const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
     const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
-    const IdVector predicted = model.predict(ids, batch.lengths, batch.buckets, cache);
+    const IdVector predicted = model.predict({ids, batch.lengths, batch.buckets}, cache);
     correct += synattn::nn::count_correct(predicted, labels, batch.lengths);
     counted += static_cast<long long>(batch.tokens);
   }
@@ -352,7 +352,7 @@ class StepGradients {
 #endif
     (void)team;
     model.zero_grad();
-    return model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout).loss;
+    return model.loss_and_backward({ids, batch.lengths, batch.buckets}, labels, cache, &dropout).loss;
   }
 
   double reduce_wait_seconds() const {
@@ -491,7 +491,7 @@ double train_packed_step(Trainer& t, std::size_t chunk, const RunData& d, const 
   const Eigen::Map<const IdVector> ids(t.packed.ids.data(), t.packed.ids.size());
   const Eigen::Map<const IdVector> labels(t.packed.labels.data(), t.packed.labels.size());
   t.model.zero_grad();
-  const double loss = t.model.loss_and_backward(ids, t.packed.buckets, labels, t.cache, &dropout).loss;
+  const double loss = t.model.loss_and_backward({ids, t.packed.buckets}, labels, t.cache, &dropout).loss;
   t.adam.set_lr(kLearningRate * synattn::warmup_constant(t.step + 1, kWarmupSteps));
   t.adam.step(t.model.parameter_store());
   t.step_seconds += seconds_since(s0);

@@ -222,7 +222,7 @@ nn::TaggerCache<float> cache;
 for (long step = 0; step < steps; ++step) {  // ids, lengths, buckets, labels: this step's batch
   model.zero_grad();
   const RandomStream dropout = RandomStream(seed).derive(step);
-  model.loss_and_backward(ids, lengths, buckets, labels, cache, &dropout);
+  model.loss_and_backward({ids, lengths, buckets}, labels, cache, &dropout);
   adam.set_lr(1e-3 * warmup_constant(step + 1, 50));
   adam.step(model.parameter_store());
 }

@@ -36,6 +36,7 @@
 
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
+#include "support/tagger_calls.hpp"
 
 using namespace synattn;
 using nn::IdVector;
@@ -159,7 +160,7 @@ void train_plain(nn::SyntaxTransformerTagger<Scalar>& model, Adam<Scalar>& adam,
     const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
     model.zero_grad();
     const RandomStream dropout = step_stream(step);
-    model.loss_and_backward(ids, batch.lengths, batch.buckets, labels, cache, &dropout);
+    model.loss_and_backward({ids, batch.lengths, batch.buckets}, labels, cache, &dropout);
     adam.set_lr(lr(step));
     adam.step(model.parameter_store());
   }
@@ -263,8 +264,8 @@ TEST_CASE("The tagger's backward reports final gradients top-down, ending at 0",
   const Eigen::Map<const IdVector> ids(batch.ids.data(), batch.ids.size());
   const Eigen::Map<const IdVector> labels(batch.labels.data(), batch.labels.size());
   model.zero_grad();
-  model.forward(ids, batch.lengths, batch.buckets, cache, nullptr);
-  model.loss(cache, labels);
+  synattn_test::forward_logits(model, {ids, batch.lengths, batch.buckets}, cache, nullptr);
+  model.loss(cache, cache.logits, labels);
   std::vector<Index> reported;
   std::vector<Vector> snapshot;
   model.backward(cache, [&](Index from) {
@@ -284,8 +285,8 @@ TEST_CASE("The tagger's backward reports final gradients top-down, ending at 0",
   // The same gradients as a backward without the hook (after a fresh
   // forward: a cache serves one backward, the tagger refuses a second).
   model.zero_grad();
-  model.forward(ids, batch.lengths, batch.buckets, cache, nullptr);
-  model.loss(cache, labels);
+  synattn_test::forward_logits(model, {ids, batch.lengths, batch.buckets}, cache, nullptr);
+  model.loss(cache, cache.logits, labels);
   model.backward(cache);
   CHECK(bit_identical(model.gradients(), final_gradients));
 }

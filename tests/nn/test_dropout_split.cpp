@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "support/tagger_calls.hpp"
+
 using namespace synattn;
 using namespace synattn::nn;
 using MatrixD = RowMajorMatrix<double>;
@@ -80,10 +82,10 @@ Run run(SyntaxTransformerTagger<double>& model, const std::vector<int>& cuts, co
   for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
     const Batch b = sub_batch(cuts[k], cuts[k + 1], pad);
     const RandomStream s = offset ? step.sequences_from(static_cast<std::uint64_t>(cuts[k])) : step;
-    const MatrixD& logits = model.forward(b.ids, b.lengths, b.buckets, c, &s);
+    const MatrixD& logits = synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, &s);
     for (std::size_t r = 0; r < b.lengths.size(); ++r)
       out.logits.push_back(logits.middleRows(static_cast<Index>(r) * b.n, b.lengths[r]));
-    out.loss += model.loss(c, b.labels, global_tokens).loss;
+    out.loss += model.loss(c, c.logits, b.labels, global_tokens).loss;
     model.backward(c);
   }
   out.gradients = model.gradients();
@@ -135,8 +137,8 @@ TEST_CASE("FeedForward: the hidden mask of a sequence does not depend on its pad
     MatrixD y(x.rows(), 4);
     FeedForwardCache<double> c;
     const RandomStream s = step.sequences_from(static_cast<std::uint64_t>(lo));
-    ffn.forward(x, n, c, y, &s);
-    return Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>((c.hidden.array() == 0.0).matrix());
+    ffn.forward({x, n}, c, y, &s);
+    return Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>((c.hidden().array() == 0.0).matrix());
   };
   const auto whole = hidden_mask(0, 5, 7), first = hidden_mask(0, 2, 4), second = hidden_mask(2, 5, 7);
   CHECK(whole.count() > 0);
@@ -150,7 +152,7 @@ TEST_CASE("FeedForward: the hidden mask of a sequence does not depend on its pad
   }
   MatrixD x = input(0, 5, 7), y(35, 4);
   FeedForwardCache<double> c;
-  CHECK_THROWS_AS(ffn.forward(x, 4, c, y, &step), Error);  // 35 rows are not sequences of 4
+  CHECK_THROWS_AS(ffn.forward({x, 4}, c, y, &step), Error);  // 35 rows are not sequences of 4
 }
 
 TEST_CASE("Tagger: split and differently padded sub-batches draw the whole batch's masks at every site",
@@ -184,7 +186,7 @@ TEST_CASE("Tagger: split and differently padded sub-batches draw the whole batch
       const Run whole = run(model, {0, 5}, step, true);
       const double scale = whole.gradients.cwiseAbs().maxCoeff();
       TaggerCache<double> ec;
-      const MatrixD eval = model.forward(sub_batch(0, 5).ids, kLengths, sub_batch(0, 5).buckets, ec, nullptr);
+      const MatrixD eval = synattn_test::forward_logits(model, {sub_batch(0, 5).ids, kLengths, sub_batch(0, 5).buckets}, ec, nullptr);
       if (!none) CHECK(MatrixD(eval.topRows(3)) != whole.logits[0]);  // the site does drop
       for (const std::vector<int>& cuts : {std::vector<int>{0, 2, 5}, std::vector<int>{0, 1, 3, 5}}) {
         INFO("cuts at " << cuts[1]);

@@ -71,10 +71,10 @@ TEST_CASE("EncoderLayer: gradient check, pre- and post-norm, with and without dr
       for (int r = 3; r < 5; ++r) x.row(5 + r).setZero();  // padding rows (their value is irrelevant)
       const RandomStream stream(1234);
       const RandomStream* s = with_dropout ? &stream : nullptr;
-      MatrixD y(10, 6), dx;
+      MatrixD y(10, 6), dx(10, 6);
       const auto loss = [&] {
         EncoderLayerCache<double> c;
-        layer.forward(x, lengths, buckets, c, y, s);
+        layer.forward({x, lengths, buckets}, c, y, s);
         double l = 0;  // padding rows excluded, as a loss does
         for (Index r = 0; r < 10; ++r)
           if (r % 5 < lengths[static_cast<std::size_t>(r / 5)]) l += y.row(r).dot(R.row(r));
@@ -84,7 +84,7 @@ TEST_CASE("EncoderLayer: gradient check, pre- and post-norm, with and without dr
       for (Index r = 0; r < 10; ++r)
         if (r % 5 >= lengths[static_cast<std::size_t>(r / 5)]) Rm.row(r).setZero();
       EncoderLayerCache<double> cache;
-      layer.forward(x, lengths, buckets, cache, y, s);
+      layer.forward({x, lengths, buckets}, cache, y, s);
       layer.zero_grad();
       layer.backward(cache, Rm, dx);
       INFO((pre ? "pre-norm" : "post-norm") << (with_dropout ? " with dropout" : ""));
@@ -104,7 +104,8 @@ TEST_CASE("EncoderLayer: gradient check, pre- and post-norm, with and without dr
 
 // EncoderLayer::backward resized dx first: with dy a view into dx's own
 // larger buffer (a caller reusing one scratch matrix), that freed the
-// storage dy was read from afterwards.
+// storage dy was read from afterwards. dx is now caller-sized; it may be
+// the very rows dy views.
 TEST_CASE("EncoderLayer: backward with dy a view into dx's buffer gives the separate result", "[nn][encoder]") {
   for (const bool pre : {true, false}) {
     EncoderLayerOptions o;
@@ -117,18 +118,19 @@ TEST_CASE("EncoderLayer: backward with dy a view into dx's buffer gives the sepa
     const MatrixD x = random_matrix(8, 6, 3);
     MatrixD y(8, 6);
     EncoderLayerCache<double> cache;
-    layer.forward(x, lengths, buckets, cache, y, nullptr);
+    layer.forward({x, lengths, buckets}, cache, y, nullptr);
     const MatrixD dy = random_matrix(8, 6, 4);
-    MatrixD want;
+    MatrixD want(8, 6);
     layer.zero_grad();
     layer.backward(cache, dy, want);
     MatrixD scratch = MatrixD::Zero(20, 6);  // more rows than dx needs
     scratch.topRows(8) = dy;
     layer.zero_grad();
-    layer.forward(x, lengths, buckets, cache, y, nullptr);  // a cache serves one backward
-    layer.backward(cache, scratch.topRows(8), scratch);
+    layer.forward({x, lengths, buckets}, cache, y, nullptr);  // a cache serves one backward
+    layer.backward(cache, scratch.topRows(8), scratch.topRows(8));
     INFO((pre ? "pre-norm" : "post-norm"));
-    CHECK(scratch == want);
+    CHECK(MatrixD(scratch.topRows(8)) == want);
+    CHECK(scratch.bottomRows(12).isZero(0));
   }
 }
 
@@ -143,19 +145,58 @@ TEST_CASE("EncoderLayer and Encoder: backward refuses another's cache of the sam
   const std::vector<int> lengths{4, 3};
   const Buckets buckets = make_buckets(lengths, 4, 11);
   const MatrixD x = random_matrix(8, 6, 3), dy = random_matrix(8, 6, 4);
-  MatrixD dx, y(8, 6);
+  MatrixD dx(8, 6), y(8, 6), dx7(7, 6);
   EncoderCache<double> cache;
-  encoder.forward(x, lengths, buckets, cache, nullptr);
+  encoder.forward({x, lengths, buckets}, cache, y);
   CHECK_THROWS_WITH(twin.backward(cache, dy, dx), Contains("Encoder::backward: the cache was filled by another"));
   CHECK_THROWS_WITH(twin.layer(1).backward(cache.layers[1], dy, dx),
                     Contains("EncoderLayer::backward: the cache was filled by another"));
-  CHECK_THROWS_WITH(encoder.backward(cache, random_matrix(7, 6, 5), dx), Contains("the forward's output"));
+  CHECK_THROWS_WITH(encoder.backward(cache, random_matrix(7, 6, 5), dx7), Contains("the forward's output"));
   encoder.zero_grad();
   encoder.backward(cache, dy, dx);
   CHECK_THROWS_WITH(encoder.backward(cache, dy, dx), Contains("already run on this cache"));
   CHECK_THROWS_WITH(encoder.layer(0).backward(cache.layers[0], dy, dx), Contains("already run on this cache"));
   EncoderLayerCache<double> empty;
   CHECK_THROWS_WITH(encoder.layer(0).backward(empty, dy, dx), Contains("holds no forward pass"));
+}
+
+TEST_CASE("EncoderLayer and Encoder: infer equals forward without dropout bit for bit; backward refuses an infer() "
+          "workspace",
+          "[nn][encoder][inference]") {
+  using Catch::Contains;
+  const std::vector<int> lengths{5, 3};
+  const Buckets buckets = make_buckets(lengths, 5, 5);
+  const MatrixD x = random_matrix(10, 6, 7), dy = random_matrix(10, 6, 8);
+  for (const bool pre : {true, false}) {
+    INFO((pre ? "pre-norm" : "post-norm"));
+    EncoderOptions o;
+    o.layers = 2;
+    o.layer.attention = AttentionOptions(6, 2);
+    o.layer.attention.bias.bucketing = Bucketing::linear(4);
+    o.layer.attention.bias.init = TableInit::LinearDecay;
+    o.layer.attention.dropout = 0.2;
+    o.layer.d_ff = 10;
+    o.layer.pre_norm = pre;
+    o.final_norm = pre;
+    o.layer.attention_output_dropout = o.layer.ffn_hidden_dropout = o.layer.ffn_output_dropout = 0.25;
+    Encoder<double> encoder(o);
+    MatrixD a(10, 6), b(10, 6), dx(10, 6);
+    EncoderCache<double> cache, workspace;
+    encoder.forward({x, lengths, buckets}, cache, a);
+    encoder.infer({x, lengths, buckets}, workspace, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(encoder.backward(workspace, dy, dx), Contains("holds no forward pass"));
+    CHECK_THROWS_WITH(encoder.layer(0).backward(workspace.layers[0], dy, dx), Contains("holds no forward pass"));
+    EncoderLayerCache<double> lc, lw;
+    encoder.layer(1).forward({x, lengths, buckets}, lc, a);
+    encoder.layer(1).infer({x, lengths, buckets}, lw, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(encoder.layer(1).backward(lw, dy, dx), Contains("holds no forward pass"));
+    // A training pass (a stream) drops: not the inference result.
+    const RandomStream s(3);
+    encoder.forward({x, lengths, buckets}, cache, a, &s);
+    CHECK(a != b);
+  }
 }
 
 namespace {
@@ -232,12 +273,14 @@ TEST_CASE("SyntaxTransformerTagger: loss gradient w.r.t. every parameter", "[nn]
       TaggerCache<double> cache;
       const auto loss = [&] {
         TaggerCache<double> c;
-        model.forward(ids, lengths, buckets, c, s);
-        return model.loss(c, labels, 7.0).loss;  // a caller's normaliser
+        MatrixD logits(10, mc.options.num_classes);
+        model.forward({ids, lengths, buckets}, c, logits, s);
+        return model.loss(c, logits, labels, 7.0).loss;  // a caller's normaliser
       };
       model.zero_grad();
-      model.forward(ids, lengths, buckets, cache, s);
-      const LossResult lr = model.loss(cache, labels, 7.0);
+      MatrixD logits(10, mc.options.num_classes);
+      model.forward({ids, lengths, buckets}, cache, logits, s);
+      const LossResult lr = model.loss(cache, logits, labels, 7.0);
       CHECK(lr.count == 7);
       model.backward(cache);
       const MatrixD analytic = model.gradients();

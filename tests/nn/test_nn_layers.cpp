@@ -45,7 +45,8 @@ TEST_CASE("Linear: forward is x W^T + b and float agrees with double", "[nn][lin
   Linear<double> lin(5, 3, RandomStream(7));
   const MatrixD x = random_matrix(4, 5, 1);
   MatrixD y(4, 3);
-  lin.forward(x, y);
+  LinearCache<double> cache;
+  lin.forward(x, cache, y);
   const MatrixD want = (x * lin.weight().transpose()).rowwise() + lin.bias().row(0);
   CHECK((y - want).cwiseAbs().maxCoeff() < 1e-12);
   // PyTorch's bound 1/sqrt(in)
@@ -54,56 +55,76 @@ TEST_CASE("Linear: forward is x W^T + b and float agrees with double", "[nn][lin
   Linear<float> linf(5, 3, RandomStream(7));
   CHECK((linf.weight().cast<double>() - lin.weight()).cwiseAbs().maxCoeff() < 1e-7);
   MatrixD bad(4, 4);
-  CHECK_THROWS_AS(lin.forward(bad, y), Error);
+  CHECK_THROWS_AS(lin.forward(bad, cache, y), Error);
 }
 
 TEST_CASE("Linear: gradient check", "[nn][linear][gradcheck]") {
   Linear<double> lin(5, 3, RandomStream(3));
   MatrixD x = random_matrix(7, 5, 2);
   const MatrixD R = random_matrix(7, 3, 4);
-  MatrixD y(7, 3), dx;
+  MatrixD y(7, 3), dx(7, 5);
   const auto loss = [&] {
-    lin.forward(x, y);
+    LinearCache<double> c;
+    lin.forward(x, c, y);
     return weighted(y, R);
   };
+  LinearCache<double> cache;
+  lin.forward(x, cache, y);
   lin.zero_grad();
-  lin.backward(x, R, &dx);
+  lin.backward(cache, R, dx);
   const MatrixD dW = lin.weight_gradient(), db = lin.bias_gradient();
   for (const auto& r : {check_gradient("W", lin.weight(), dW, loss), check_gradient("b", lin.bias(), db, loss),
                         check_gradient("x", x, dx, loss)}) {
     INFO(r.describe());
     CHECK(r.passes(kRel, kAbs));
   }
-  // backward adds into the gradients
-  lin.backward(x, R, nullptr);
+  // backward adds into the gradients (here without the input gradient)
+  lin.forward(x, cache, y);
+  lin.backward(cache, R);
   CHECK((MatrixD(lin.weight_gradient()) - 2 * dW).cwiseAbs().maxCoeff() < 1e-12);
 }
 
 // dx aliasing dy used to be a heap-use-after-free when in != out (resizing
-// dx freed the buffer dy viewed) and wrong rows when in == out.
-TEST_CASE("Linear: backward with dx aliasing dy or x gives the separate result", "[nn][linear]") {
+// dx freed the buffer dy viewed) and wrong rows when in == out. dx is now
+// caller-sized: it can be dy itself (in == out) or overlap dy's storage.
+TEST_CASE("Linear: backward with dx aliasing dy gives the separate result", "[nn][linear]") {
   for (const int out : {5, 3, 8}) {  // out == in, out < in, out > in
     INFO("in 5, out " << out);
     Linear<double> lin(5, out, RandomStream(11));
     const MatrixD x = random_matrix(6, 5, 12);
     const MatrixD dy = random_matrix(6, out, 13);
-    MatrixD want;
+    MatrixD y(6, out), want(6, 5);
+    LinearCache<double> cache;
+    lin.forward(x, cache, y);
     lin.zero_grad();
-    lin.backward(x, dy, &want);
+    lin.backward(cache, dy, want);
     const MatrixD dW = lin.weight_gradient();
-    // dx is the very matrix dy views.
-    MatrixD shared = dy;
+    // dx and dy view one buffer: its first rows' columns (dy) and its leading columns (dx).
+    MatrixD shared = MatrixD::Zero(6, std::max(5, out));
+    shared.leftCols(out) = dy;
+    lin.forward(x, cache, y);
     lin.zero_grad();
-    lin.backward(x, shared, &shared);
-    CHECK(shared == want);
-    CHECK(MatrixD(lin.weight_gradient()) == dW);
-    // dx is the very matrix x views.
-    MatrixD input = x;
-    lin.zero_grad();
-    lin.backward(input, dy, &input);
-    CHECK(input == want);
+    lin.backward(cache, shared.leftCols(out), shared.leftCols(5));
+    CHECK(MatrixD(shared.leftCols(5)) == want);
     CHECK(MatrixD(lin.weight_gradient()) == dW);
   }
+}
+
+TEST_CASE("Linear: infer equals forward bit for bit; backward refuses an infer() workspace", "[nn][linear][inference]") {
+  Linear<double> lin(5, 3, RandomStream(3));
+  const MatrixD x = random_matrix(7, 5, 2);
+  MatrixD y(7, 3), z(7, 3), dx(7, 5);
+  LinearCache<double> cache, workspace;
+  lin.forward(x, cache, y);
+  lin.infer(x, workspace, z);
+  CHECK(y == z);
+  CHECK(workspace.input.size() == 0);  // keeps nothing
+  CHECK_THROWS_WITH(lin.backward(workspace, y, dx), Catch::Contains("holds no forward pass"));
+  lin.infer(x, cache, z);  // a cache used for infer() no longer serves a backward
+  CHECK_THROWS_WITH(lin.backward(cache, y, dx), Catch::Contains("holds no forward pass"));
+  Linear<double> twin(5, 3, RandomStream(3));
+  lin.forward(x, cache, y);
+  CHECK_THROWS_WITH(twin.backward(cache, y, dx), Catch::Contains("filled by another layer"));
 }
 
 TEST_CASE("Embedding: rows, padding row zero, unknown ids throw naming the position", "[nn][embedding]") {
@@ -119,19 +140,20 @@ TEST_CASE("Embedding: rows, padding row zero, unknown ids throw naming the posit
   IdVector ids(5);
   ids << 3, 0, 1, 9, 3;
   MatrixD out(5, 4);
-  emb.forward(ids, out);
+  EmbeddingCache cache;
+  emb.forward(ids, cache, out);
   CHECK(out.row(0) == emb.weight().row(3));
   CHECK(out.row(1).isZero());
   CHECK(out.row(3) == emb.weight().row(9));
   ids[2] = 10;
   try {
-    emb.forward(ids, out);
+    emb.forward(ids, cache, out);
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("ids[2] = 10") != std::string::npos);
   }
   ids[2] = -1;
-  CHECK_THROWS_AS(emb.forward(ids, out), Error);
+  CHECK_THROWS_AS(emb.forward(ids, cache, out), Error);
 }
 
 TEST_CASE("Embedding: gradient check; the padding row gets no gradient", "[nn][embedding][gradcheck]") {
@@ -141,10 +163,13 @@ TEST_CASE("Embedding: gradient check; the padding row gets no gradient", "[nn][e
   const MatrixD R = random_matrix(7, 3, 8);
   MatrixD out(7, 3);
   const auto loss = [&] {
-    emb.forward(ids, out);
+    EmbeddingCache c;
+    emb.forward(ids, c, out);
     return weighted(out, R);
   };
-  emb.backward(ids, R);
+  EmbeddingCache cache;
+  emb.forward(ids, cache, out);
+  emb.backward(cache, R);
   const MatrixD g = emb.weight_gradient();
   CHECK(g.row(0).isZero());
   CHECK(g.row(4).isZero());
@@ -231,19 +256,19 @@ TEST_CASE("FeedForward: gradient checks with ReLU and GELU, with and without dro
       const MatrixD R = random_matrix(5, 4, 23);
       const RandomStream stream(99);
       const RandomStream* s = with_dropout ? &stream : nullptr;
-      MatrixD y(5, 4), dx;
+      MatrixD y(5, 4), dx(5, 4);
       const auto loss = [&] {
         FeedForwardCache<double> c;
-        ffn.forward(x, 5, c, y, s);
+        ffn.forward({x, 5}, c, y, s);
         return weighted(y, R);
       };
       FeedForwardCache<double> cache;
-      ffn.forward(x, 5, cache, y, s);
+      ffn.forward({x, 5}, cache, y, s);
       ffn.zero_grad();
-      ffn.backward(x, cache, R, dx);
+      ffn.backward(cache, R, dx);
       if (with_dropout) {
         // some hidden units are dropped and the rest scaled by 1/(1-p)
-        const Index zeros = (cache.hidden.array() == 0.0).count();
+        const Index zeros = (cache.hidden().array() == 0.0).count();
         CHECK(zeros > 0);
       }
       const MatrixD dW1 = ffn.linear1().weight_gradient(), db1 = ffn.linear1().bias_gradient();
@@ -439,17 +464,17 @@ TEST_CASE("LayerNorm and FeedForward: backward refuses another layer's cache and
     FeedForward<double> ffn(5, 6, Activation::GELU, 0.0, RandomStream(1)), twin(5, 6, Activation::GELU, 0.0,
                                                                                  RandomStream(1));
     FeedForwardCache<double> cache;
-    MatrixD y(4, 5), dx;
-    ffn.forward(x, 4, cache, y, nullptr);
-    CHECK_THROWS_WITH(twin.backward(x, cache, R, dx), Contains("filled by another layer"));
+    MatrixD y(4, 5), dx(4, 5);
+    ffn.forward({x, 4}, cache, y, nullptr);
+    CHECK_THROWS_WITH(twin.backward(cache, R, dx), Contains("filled by another layer"));
     CHECK(twin.linear2().weight_gradient().isZero(0));
-    // A wrong x is refused before linear2's gradients are written.
+    // A wrong dx is refused before linear2's gradients are written.
     ffn.zero_grad();
-    const MatrixD short_x = random_matrix(3, 5, 34);
-    CHECK_THROWS_WITH(ffn.backward(short_x, cache, R, dx), Contains("the forward's shape"));
+    MatrixD short_dx(3, 5);
+    CHECK_THROWS_WITH(ffn.backward(cache, R, short_dx), Contains("the forward's shape"));
     CHECK(ffn.linear2().weight_gradient().isZero(0));
-    ffn.backward(x, cache, R, dx);
-    CHECK_THROWS_WITH(ffn.backward(x, cache, R, dx), Contains("already run on this cache"));
+    ffn.backward(cache, R, dx);
+    CHECK_THROWS_WITH(ffn.backward(cache, R, dx), Contains("already run on this cache"));
   }
 }
 
@@ -480,4 +505,86 @@ TEST_CASE("LayerNorm<float>: rows whose squares overflow float are normalised, n
   x(0, 0) = std::numeric_limits<float>::infinity();
   ln.forward(x, cache, y);
   CHECK(std::isnan(y(0, 1)));
+}
+
+// The layer contract (docs/guide.md): infer() gives forward()'s output
+// without dropout bit for bit, keeps nothing, and backward() refuses its
+// workspace.
+TEST_CASE("Embedding, LayerNorm, FeedForward, TokenClassifier: infer equals forward bit for bit; backward refuses "
+          "an infer() workspace",
+          "[nn][inference][cache]") {
+  using Catch::Contains;
+  const MatrixD x = random_matrix(6, 5, 51), R = random_matrix(6, 5, 52);
+  SECTION("Embedding") {
+    Embedding<double> emb(9, 5, RandomStream(2));
+    IdVector ids(6);
+    ids << 3, 0, 8, 1, 3, 2;
+    MatrixD a(6, 5), b(6, 5);
+    EmbeddingCache cache, workspace;
+    emb.forward(ids, cache, a);
+    emb.infer(ids, workspace, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(emb.backward(workspace, R), Contains("holds no forward pass"));
+    emb.backward(cache, R);
+    CHECK_THROWS_WITH(emb.backward(cache, R), Contains("already run on this cache"));
+  }
+  SECTION("LayerNorm") {
+    LayerNorm<double> ln(5);
+    ln.weight() = random_matrix(1, 5, 53);
+    MatrixD a(6, 5), b(6, 5), dx(6, 5);
+    LayerNormCache<double> cache, workspace;
+    ln.forward(x, cache, a);
+    ln.infer(x, workspace, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(ln.backward(workspace, R, dx), Contains("holds no forward pass"));
+  }
+  SECTION("FeedForward") {
+    for (const Activation act : {Activation::ReLU, Activation::GELU}) {
+      FeedForward<double> ffn(5, 7, act, 0.3, RandomStream(4));
+      MatrixD a(6, 5), b(6, 5), dx(6, 5);
+      FeedForwardCache<double> cache, workspace;
+      ffn.forward({x, 3}, cache, a);
+      ffn.infer({x, 3}, workspace, b);
+      CHECK(a == b);
+      CHECK_THROWS_WITH(ffn.backward(workspace, R, dx), Contains("holds no forward pass"));
+      // A training pass with a stream differs (p = 0.3).
+      const RandomStream s(8);
+      ffn.forward({x, 3}, cache, a, &s);
+      CHECK(a != b);
+    }
+  }
+  SECTION("TokenClassifier") {
+    TokenClassifier<double> head(5, 4, RandomStream(6));
+    MatrixD a(6, 4), b(6, 4), dh(6, 5);
+    TokenClassifier<double>::Cache cache, workspace;
+    head.forward(x, cache, a);
+    head.infer(x, workspace, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(head.backward(workspace, a, dh), Contains("holds no forward pass"));
+  }
+}
+
+TEST_CASE("TokenClassifier: gradient check of the head and its loss", "[nn][ce][gradcheck]") {
+  TokenClassifier<double> head(5, 4, RandomStream(6));
+  MatrixD h = random_matrix(6, 5, 61);
+  IdVector labels(6);
+  labels << 3, -100, 0, 1, 2, 2;
+  const std::vector<int> lengths{3, 3};
+  MatrixD logits(6, 4), dlogits, dh(6, 5);
+  const auto loss = [&] {
+    TokenClassifier<double>::Cache c;
+    head.forward(h, c, logits);
+    return head.loss(logits, labels, lengths, 0, nullptr).loss;
+  };
+  TokenClassifier<double>::Cache cache;
+  head.forward(h, cache, logits);
+  head.loss(logits, labels, lengths, 0, &dlogits);
+  head.linear().zero_grad();
+  head.backward(cache, dlogits, dh);
+  const MatrixD dW = head.linear().weight_gradient(), db = head.linear().bias_gradient();
+  for (const auto& r : {check_gradient("W", head.linear().weight(), dW, loss),
+                        check_gradient("b", head.linear().bias(), db, loss), check_gradient("h", h, dh, loss)}) {
+    INFO(r.describe());
+    CHECK(r.passes(kRel, kAbs));
+  }
 }

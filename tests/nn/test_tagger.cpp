@@ -6,6 +6,8 @@
 
 #include <synattn/nn/tagger.hpp>
 
+#include "support/tagger_calls.hpp"
+
 #include <cmath>
 #include <random>
 #include <set>
@@ -140,23 +142,23 @@ TEST_CASE("Tagger: copies do not alias, moves keep working, results identical", 
   const Batch b = make_batch(3, 6, 20, 3, 1, 5);
   SyntaxTransformerTagger<double> model(options());
   TaggerCache<double> c0;
-  const MatrixD y0 = model.forward(b.ids, b.lengths, b.buckets, c0, nullptr);
+  const MatrixD y0 = synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c0, nullptr);
 
   SyntaxTransformerTagger<double> copy = model;
   TaggerCache<double> c1;
-  CHECK(copy.forward(b.ids, b.lengths, b.buckets, c1, nullptr) == y0);
+  CHECK(synattn_test::forward_logits(copy, {b.ids, b.lengths, b.buckets}, c1, nullptr) == y0);
   CHECK(copy.parameters() == model.parameters());
   CHECK(copy.parameters().data() != model.parameters().data());
   copy.parameter("layers.0.attention.Wq")(0, 0) += 1;
   copy.parameter("layers.0.attention.table")(0, 1) = 3;
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c0, nullptr) == y0);  // original unchanged
-  CHECK(copy.forward(b.ids, b.lengths, b.buckets, c1, nullptr) != y0);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c0, nullptr) == y0);  // original unchanged
+  CHECK(synattn_test::forward_logits(copy, {b.ids, b.lengths, b.buckets}, c1, nullptr) != y0);
   CHECK(model.attention(0).table()(0, 1) == 0);
 
   // gradients go to each model's own buffer
   model.zero_grad();
   copy.zero_grad();
-  copy.loss(c1, b.labels);
+  copy.loss(c1, c1.logits, b.labels);
   copy.backward(c1);
   CHECK(model.gradients().isZero(0));
   CHECK(!copy.gradients().isZero(0));
@@ -165,22 +167,22 @@ TEST_CASE("Tagger: copies do not alias, moves keep working, results identical", 
   SyntaxTransformerTagger<double> assigned(options(1));
   assigned = model;
   TaggerCache<double> c2;
-  CHECK(assigned.forward(b.ids, b.lengths, b.buckets, c2, nullptr) == y0);
+  CHECK(synattn_test::forward_logits(assigned, {b.ids, b.lengths, b.buckets}, c2, nullptr) == y0);
   assigned.parameter("classifier.bias")(0, 0) += 1;
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c0, nullptr) == y0);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c0, nullptr) == y0);
 
   // moves
   SyntaxTransformerTagger<double> moved = std::move(assigned);
   TaggerCache<double> c3;
-  const MatrixD y3 = moved.forward(b.ids, b.lengths, b.buckets, c3, nullptr);
+  const MatrixD y3 = synattn_test::forward_logits(moved, {b.ids, b.lengths, b.buckets}, c3, nullptr);
   CHECK(y3 != y0);
   moved.parameter("classifier.bias")(0, 0) = model.parameter("classifier.bias")(0, 0);
-  CHECK(moved.forward(b.ids, b.lengths, b.buckets, c3, nullptr) == y0);
+  CHECK(synattn_test::forward_logits(moved, {b.ids, b.lengths, b.buckets}, c3, nullptr) == y0);
   SyntaxTransformerTagger<double> target(options(1));
   target = std::move(moved);
-  CHECK(target.forward(b.ids, b.lengths, b.buckets, c3, nullptr) == y0);
+  CHECK(synattn_test::forward_logits(target, {b.ids, b.lengths, b.buckets}, c3, nullptr) == y0);
   target.zero_grad();
-  target.loss(c3, b.labels);
+  target.loss(c3, c3.logits, b.labels);
   target.backward(c3);
   CHECK(!target.gradients().isZero(0));
 }
@@ -191,27 +193,27 @@ TEST_CASE("Tagger: a self-move keeps the model; a moved-from model is refused by
   const Batch b = make_batch(2, 5, 20, 3, 1, 7);
   SyntaxTransformerTagger<double> model(options());
   TaggerCache<double> c;
-  const MatrixD y = model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
+  const MatrixD y = synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr);
   SyntaxTransformerTagger<double>& alias = model;
   model = std::move(alias);
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr) == y);
 
   SyntaxTransformerTagger<double> taken = std::move(model);
-  CHECK(taken.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  CHECK(synattn_test::forward_logits(taken, {b.ids, b.lengths, b.buckets}, c, nullptr) == y);
   const auto moved_from = Catch::Contains("this model was moved from and holds no layers");
-  CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+  CHECK_THROWS_WITH(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr),
                     Catch::StartsWith("SyntaxTransformerTagger::forward") && moved_from);
-  CHECK_THROWS_WITH(model.loss(c, b.labels), moved_from);
+  CHECK_THROWS_WITH(model.loss(c, c.logits, b.labels), moved_from);
   CHECK_THROWS_WITH(model.backward(c), moved_from);
   CHECK_THROWS_WITH(SyntaxTransformerTagger<double>(model), moved_from);
   SyntaxTransformerTagger<double> other(options(1));
   CHECK_THROWS_WITH(other = model, moved_from);
   // Assigning a model to it makes it whole again.
   model = taken;
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr) == y);
   SyntaxTransformerTagger<double> again = std::move(taken);
   taken = std::move(again);
-  CHECK(taken.forward(b.ids, b.lengths, b.buckets, c, nullptr) == y);
+  CHECK(synattn_test::forward_logits(taken, {b.ids, b.lengths, b.buckets}, c, nullptr) == y);
 }
 
 TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labels change nothing", "[nn][tagger]") {
@@ -220,19 +222,19 @@ TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labe
   o.dropout = 0.3;
   SyntaxTransformerTagger<double> model(o);
   TaggerCache<double> c;
-  const MatrixD eval = model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, nullptr) == eval);
+  const MatrixD eval = synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr) == eval);
   const RandomStream s1 = RandomStream(3).derive(0), s2 = RandomStream(3).derive(1);
-  const MatrixD train1 = model.forward(b.ids, b.lengths, b.buckets, c, &s1);
+  const MatrixD train1 = synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, &s1);
   CHECK(train1 != eval);
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, &s1) == train1);
-  CHECK(model.forward(b.ids, b.lengths, b.buckets, c, &s2) != train1);
-  const IdVector pred = model.predict(b.ids, b.lengths, b.buckets, c);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, &s1) == train1);
+  CHECK(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, &s2) != train1);
+  const IdVector pred = model.predict({b.ids, b.lengths, b.buckets}, c);
   CHECK(pred == argmax_predictions<double>(eval, b.lengths));
 
   // labels on padding and ignored positions do not matter
   model.zero_grad();
-  const LossResult l1 = model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, &s1);
+  const LossResult l1 = model.loss_and_backward({b.ids, b.lengths, b.buckets}, b.labels, c, &s1);
   const Eigen::VectorXd g1 = model.gradients();
   IdVector other = b.labels;
   for (Index t = 0; t < other.size(); ++t)
@@ -243,20 +245,20 @@ TEST_CASE("Tagger: eval mode is deterministic, training mode drops, ignored labe
   for (Index t = 0; t < again.size(); ++t)
     if (!is_real_position(b.lengths, b.n, t)) again[t] = 1;
   model.zero_grad();
-  const LossResult l2 = model.loss_and_backward(b.ids, b.lengths, b.buckets, again, c, &s1);
+  const LossResult l2 = model.loss_and_backward({b.ids, b.lengths, b.buckets}, again, c, &s1);
   CHECK(l2.sum == l1.sum);
   CHECK(l2.count == l1.count);
   CHECK(model.gradients() == g1);
   model.zero_grad();
-  const LossResult l3 = model.loss_and_backward(b.ids, b.lengths, b.buckets, other, c, &s1);
+  const LossResult l3 = model.loss_and_backward({b.ids, b.lengths, b.buckets}, other, c, &s1);
   CHECK(l3.count == l1.count - 1);
 
   // bad inputs throw
   Buckets wrong(3, 3);
-  CHECK_THROWS_AS(model.forward(b.ids, b.lengths, wrong, c, nullptr), Error);
+  CHECK_THROWS_AS(synattn_test::forward_logits(model, {b.ids, b.lengths, wrong}, c, nullptr), Error);
   IdVector bad_ids = b.ids;
   bad_ids[0] = 20;
-  CHECK_THROWS_AS(model.forward(bad_ids, b.lengths, b.buckets, c, nullptr), Error);
+  CHECK_THROWS_AS(synattn_test::forward_logits(model, {bad_ids, b.lengths, b.buckets}, c, nullptr), Error);
   TaggerOptions bad = o;
   bad.attention_dropout = 1.0;  // a probability must be < 1
   CHECK_THROWS_AS(SyntaxTransformerTagger<double>(bad), Error);
@@ -280,7 +282,7 @@ TEST_CASE("Tagger: forward and backward are bit-identical at 1 and 2 threads", "
     omp_set_num_threads(threads);
     TaggerCache<double> c;
     model.zero_grad();
-    model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, &s);
+    model.loss_and_backward({b.ids, b.lengths, b.buckets}, b.labels, c, &s);
     logits = c.logits;
     grads = model.gradients();
   };
@@ -301,10 +303,10 @@ TEST_CASE("Tagger<float>: runs and agrees with double", "[nn][tagger][float]") {
   md.parameters() = mf.parameters().cast<double>();
   TaggerCache<float> cf;
   TaggerCache<double> cd;
-  const RowMajorMatrix<float> yf = mf.forward(b.ids, b.lengths, b.buckets, cf, nullptr);
-  const MatrixD yd = md.forward(b.ids, b.lengths, b.buckets, cd, nullptr);
+  const RowMajorMatrix<float> yf = synattn_test::forward_logits(mf, {b.ids, b.lengths, b.buckets}, cf, nullptr);
+  const MatrixD yd = synattn_test::forward_logits(md, {b.ids, b.lengths, b.buckets}, cd, nullptr);
   CHECK((yf.cast<double>() - yd).cwiseAbs().maxCoeff() < 1e-4);
-  const LossResult lf = mf.loss(cf, b.labels), ld = md.loss(cd, b.labels);
+  const LossResult lf = mf.loss(cf, cf.logits, b.labels), ld = md.loss(cd, cd.logits, b.labels);
   CHECK(lf.loss == Approx(ld.loss).epsilon(1e-5));
   mf.zero_grad();
   md.zero_grad();
@@ -325,7 +327,7 @@ TEST_CASE("Tagger: a tiny model overfits 20 sequences with plain SGD", "[nn][tag
   double first = 0, last = 0;
   for (int step = 0; step < 500; ++step) {
     model.zero_grad();
-    const LossResult l = model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, c, nullptr);
+    const LossResult l = model.loss_and_backward({b.ids, b.lengths, b.buckets}, b.labels, c, nullptr);
     if (step == 0) first = l.loss;
     last = l.loss;
     model.parameters() -= 0.3 * model.gradients();
@@ -333,7 +335,7 @@ TEST_CASE("Tagger: a tiny model overfits 20 sequences with plain SGD", "[nn][tag
   INFO("loss " << first << " -> " << last);
   CHECK(first > 0.9);
   CHECK(last < first / 10);
-  const IdVector pred = model.predict(b.ids, b.lengths, b.buckets, c);
+  const IdVector pred = model.predict({b.ids, b.lengths, b.buckets}, c);
   Index counted = 0;
   for (Index t = 0; t < b.labels.size(); ++t) counted += b.labels[t] != kIgnoreLabel;
   CHECK(count_correct(pred, b.labels, b.lengths) > 0.95 * counted);
@@ -348,12 +350,12 @@ TEST_CASE("Tagger: backward refuses another model's cache and a used one, before
   const Batch b = make_batch(2, 5, 20, 3, 4, 5);
   SyntaxTransformerTagger<double> model(options()), twin(options());  // same shape, same initial values
   TaggerCache<double> c;
-  model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
-  model.loss(c, b.labels);
+  synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr);
+  model.loss(c, c.logits, b.labels);
   model.zero_grad();
   twin.zero_grad();
   CHECK_THROWS_WITH(twin.backward(c), Contains("the cache was filled by another layer or model"));
-  CHECK_THROWS_WITH(twin.loss(c, b.labels), Contains("the cache was filled by another layer or model"));
+  CHECK_THROWS_WITH(twin.loss(c, c.logits, b.labels), Contains("the cache was filled by another layer or model"));
   CHECK(twin.gradients().isZero(0));
   SyntaxTransformerTagger<double> copy = model;
   CHECK_THROWS_WITH(copy.backward(c), Contains("filled by another layer or model (or by this one before it was"));
@@ -362,9 +364,9 @@ TEST_CASE("Tagger: backward refuses another model's cache and a used one, before
   CHECK_THROWS_WITH(model.backward(c), Contains("backward() has already run on this cache"));
   CHECK(model.gradients() == once);
   // The loss may still be read; a new forward makes the cache usable again.
-  CHECK_NOTHROW(model.loss(c, b.labels));
-  model.forward(b.ids, b.lengths, b.buckets, c, nullptr);
-  model.loss(c, b.labels);
+  CHECK_NOTHROW(model.loss(c, c.logits, b.labels));
+  synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr);
+  model.loss(c, c.logits, b.labels);
   CHECK_NOTHROW(model.backward(c));
   CHECK((model.gradients() - 2 * once).cwiseAbs().maxCoeff() <= 1e-12 * once.cwiseAbs().maxCoeff());
   TaggerCache<double> fresh;
@@ -380,7 +382,7 @@ TEST_CASE("Tagger: non-finite parameters and logits are named in forward; NaN dr
     model.parameter("classifier.weight")(1, 2) = std::nan("");
     TaggerCache<double> c;
     model.zero_grad();
-    CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+    CHECK_THROWS_WITH(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr),
                       Contains("SyntaxTransformerTagger::forward: parameter classifier.weight(1, 2) = nan"));
     CHECK_THROWS_WITH(model.backward(c), Contains("holds no forward pass"));
     CHECK(model.gradients().isZero(0));
@@ -388,14 +390,14 @@ TEST_CASE("Tagger: non-finite parameters and logits are named in forward; NaN dr
     off.attention.check_finite = false;  // then NaN propagates, as IEEE arithmetic has it
     SyntaxTransformerTagger<double> unchecked(off);
     unchecked.parameter("classifier.weight")(1, 2) = std::nan("");
-    CHECK(std::isnan(unchecked.forward(b.ids, b.lengths, b.buckets, c, nullptr)(0, 1)));
+    CHECK(std::isnan(synattn_test::forward_logits(unchecked, {b.ids, b.lengths, b.buckets}, c, nullptr)(0, 1)));
   }
   SECTION("logits that overflow float") {
     SyntaxTransformerTagger<float> model(options());
     model.parameter("norm.bias").setOnes();  // the final rows sum to about d = 8
     model.parameter("classifier.weight").row(0).setConstant(3e38f);
     TaggerCache<float> c;
-    CHECK_THROWS_WITH(model.forward(b.ids, b.lengths, b.buckets, c, nullptr),
+    CHECK_THROWS_WITH(synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr),
                       Contains("logits(0, 0) = inf is not finite (sequence 0, position 0): the model overflowed"));
   }
   SECTION("a per-site dropout of NaN is refused, not read as unset") {
@@ -442,23 +444,23 @@ TEST_CASE("Tagger: packed documents give the dense masked block's logits, loss a
   const RandomStream drop = RandomStream(5).derive(2);
   TaggerCache<double> cp, cd;
   model.zero_grad();
-  const LossResult lp = model.loss_and_backward(ids, packed, labels, cp, &drop);
+  const LossResult lp = model.loss_and_backward({ids, packed}, labels, cp, &drop);
   const Eigen::VectorXd gp = model.gradients();
   model.zero_grad();
-  const LossResult ld = model.loss_and_backward(ids, packed.lengths(), dense, labels, cd, &drop);
+  const LossResult ld = model.loss_and_backward({ids, packed.lengths(), dense}, labels, cd, &drop);
   const Eigen::VectorXd gd = model.gradients();
   CHECK(lp.loss == Approx(ld.loss).epsilon(1e-12));
   CHECK((cp.logits - cd.logits).cwiseAbs().maxCoeff() < 1e-12);
   CHECK((gp - gd).cwiseAbs().maxCoeff() < 1e-10 * std::max(1.0, gd.cwiseAbs().maxCoeff()));
-  CHECK(model.predict(ids, packed, cp) == model.predict(ids, packed.lengths(), dense, cd));
+  CHECK(model.predict({ids, packed}, cp) == model.predict({ids, packed.lengths(), dense}, cd));
 
   // Every layer must be biased: a packing's windows are buckets.
   TaggerOptions unbiased = options();
   unbiased.bias_layers = BiasLayers::Bottom;
   unbiased.bias_k = 1;
   SyntaxTransformerTagger<double> partial(unbiased);
-  CHECK_THROWS_WITH(partial.forward(ids, packed, cp, nullptr),
+  CHECK_THROWS_WITH(synattn_test::forward_logits(partial, {ids, packed}, cp, nullptr),
                     Catch::Contains("layer 1 has no syntax bias; packed documents need every layer biased"));
   // The rows must split into the packing's sequences.
-  CHECK_THROWS_WITH(model.forward(ids.head(tokens - 1), packed, cp, nullptr), Catch::Contains("not a multiple"));
+  CHECK_THROWS_WITH(synattn_test::forward_logits(model, {ids.head(tokens - 1), packed}, cp, nullptr), Catch::Contains("not a multiple"));
 }

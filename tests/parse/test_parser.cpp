@@ -91,7 +91,7 @@ TEST_CASE("CharCnn: gradient check of the embeddings, filters and bias", "[parse
   CharCnnCache<double> cache;
   MatrixD y(4, 4);
   const auto loss = [&] {
-    cnn.forward(chars, lengths, cache, y);
+    cnn.forward({chars, lengths}, cache, y);
     return weighted(y, w);
   };
   loss();
@@ -116,10 +116,10 @@ TEST_CASE("CharCnn refuses ids outside the alphabet and a cache of another layer
   chars(0, 0) = 5;
   CharCnnCache<float> cache;
   RowMajorMatrix<float> y(1, o.filters);
-  CHECK_THROWS_WITH(cnn.forward(chars, {1}, cache, y), Catch::Contains("chars(0, 0) = 5 is outside [1, 5)"));
+  CHECK_THROWS_WITH(cnn.forward({chars, std::vector<int>{1}}, cache, y), Catch::Contains("chars(0, 0) = 5 is outside [1, 5)"));
   chars(0, 0) = 2;
-  CHECK_THROWS_WITH(cnn.forward(chars, {4}, cache, y), Catch::Contains("lengths[0] = 4 is outside [0, 3]"));
-  cnn.forward(chars, {1}, cache, y);
+  CHECK_THROWS_WITH(cnn.forward({chars, std::vector<int>{4}}, cache, y), Catch::Contains("lengths[0] = 4 is outside [0, 3]"));
+  cnn.forward({chars, std::vector<int>{1}}, cache, y);
   CHECK_THROWS_WITH(other.backward(cache, y), Catch::Contains("the cache was filled by another layer"));
   cnn.backward(cache, y);
   CHECK_THROWS_WITH(cnn.backward(cache, y), Catch::Contains("already run on this cache"));
@@ -136,7 +136,7 @@ TEST_CASE("ArcBiaffine: gradient check of U, u and both inputs", "[parse][gradch
   ArcBiaffineCache<double> cache;
   MatrixD s(B * m, m);
   const auto loss = [&] {
-    arc.forward(dep, head, m, cache, s);
+    arc.forward({dep, head, m}, cache, s);
     return weighted(s, w);
   };
   loss();
@@ -149,8 +149,8 @@ TEST_CASE("ArcBiaffine: gradient check of U, u and both inputs", "[parse][gradch
         CHECK(s(b * m + i, j) == Approx(want).epsilon(1e-12));
       }
   arc.zero_grad();
-  MatrixD ddep, dhead;
-  arc.backward(dep, head, cache, w, ddep, dhead);
+  MatrixD ddep(B * m, d), dhead(B * m, d);
+  arc.backward(cache, w, {ddep, dhead});
   const MatrixD dU = arc.parameter_store().gradient(0), du = arc.parameter_store().gradient(1);
   for (const auto& r : {check_gradient("U", arc.parameter_store().value(0), dU, loss),
                         check_gradient("u", arc.parameter_store().value(1), du, loss),
@@ -170,7 +170,7 @@ TEST_CASE("LabelBiaffine: gradient check of W and both inputs", "[parse][gradche
   LabelBiaffineCache<double> cache;
   MatrixD y(T, L);
   const auto loss = [&] {
-    lab.forward(dep, head, cache, y);
+    lab.forward({dep, head}, cache, y);
     return weighted(y, w);
   };
   loss();
@@ -184,8 +184,8 @@ TEST_CASE("LabelBiaffine: gradient check of W and both inputs", "[parse][gradche
       CHECK(y(t, l) == Approx(want).epsilon(1e-12));
     }
   lab.zero_grad();
-  MatrixD ddep, dhead;
-  lab.backward(cache, w, ddep, dhead);
+  MatrixD ddep(T, d), dhead(T, d);
+  lab.backward(cache, w, {ddep, dhead});
   const MatrixD dW = lab.parameter_store().gradient(0);
   for (const auto& r : {check_gradient("W", lab.parameter_store().value(0), dW, loss), check_gradient("dep", dep, ddep, loss),
                         check_gradient("head", head, dhead, loss)}) {
@@ -512,13 +512,13 @@ TEST_CASE("LabelBiaffine::infer gives forward's logits in row blocks, across a b
   for (Index i = 0; i < head.size(); ++i) head.data()[i] = dist(gen);
   LabelBiaffineCache<float> a, b;
   RowMajorMatrix<float> ya(T, L), yb(T, L);
-  lab.forward(dep, head, a, ya);
-  lab.infer(dep, head, b, yb);
+  lab.forward({dep, head}, a, ya);
+  lab.infer({dep, head}, b, yb);
   CHECK(b.projected.rows() == LabelBiaffine<float>::kInferRows);
   for (Index t = 0; t < T; ++t)
     for (int l = 0; l < L; ++l) CHECK(yb(t, l) == Approx(ya(t, l)).epsilon(1e-6).margin(1e-6));
-  RowMajorMatrix<float> dd, dh;
-  CHECK_THROWS_WITH(lab.backward(b, ya, dd, dh), Catch::Contains("holds no forward pass"));
+  RowMajorMatrix<float> dd(T, d), dh(T, d);
+  CHECK_THROWS_WITH(lab.backward(b, ya, {dd, dh}), Catch::Contains("holds no forward pass"));
 }
 
 // The tagger's rule for moved-from models, applied to the parser: using one
@@ -544,7 +544,7 @@ TEST_CASE("BiaffineParser: a self-move keeps the parser; a moved-from parser is 
   taken.parse(batch, cache, ws, got);
   CHECK(got.heads == want.heads);
   const auto moved_from = Catch::Contains("this model was moved from and holds no layers");
-  CHECK_THROWS_WITH(parser.parse(batch, cache, ws, got), Catch::StartsWith("BiaffineParser::forward") && moved_from);
+  CHECK_THROWS_WITH(parser.parse(batch, cache, ws, got), Catch::StartsWith("BiaffineParser::infer") && moved_from);
   CHECK_THROWS_WITH(parser.loss(batch, cache), moved_from);
   CHECK_THROWS_WITH(parser.backward(cache), moved_from);
   CHECK_THROWS_WITH(BiaffineParser<float>(parser), moved_from);
@@ -821,5 +821,88 @@ TEST_CASE("parse train --resume refuses a finished run and other data, and never
     CHECK_FALSE(std::filesystem::exists(again.model_path));
     CHECK_THAT(resumed.str(), Catch::Contains("did not write --model " + again.model_path));
     CHECK_THAT(resumed.str(), !Catch::Contains("; model " + again.model_path));
+  }
+}
+
+// The layer contract (docs/guide.md): every parse/ layer's infer() gives
+// forward()'s output bit for bit, keeping nothing, and backward() refuses
+// its workspace; parse() runs the parser's infer().
+TEST_CASE("CharCnn, ArcBiaffine, LabelBiaffine: infer equals forward bit for bit; backward refuses an infer() "
+          "workspace",
+          "[parse][inference]") {
+  using Catch::Contains;
+  SECTION("CharCnn") {
+    CharCnnOptions o;
+    o.num_chars = 9;
+    o.char_dim = 3;
+    o.filters = 4;
+    CharCnn<double> cnn(o, RandomStream(7));
+    CharIdMatrix chars = CharIdMatrix::Zero(4, 6);
+    const std::vector<int> lengths = {3, 6, 0, 1};
+    std::mt19937 gen(3);
+    for (Index t = 0; t < 4; ++t)
+      for (int p = 0; p < lengths[static_cast<std::size_t>(t)]; ++p) chars(t, p) = 1 + static_cast<int>(gen() % 8);
+    CharCnnCache<double> cache, workspace;
+    MatrixD a(4, 4), b(4, 4);
+    cnn.forward({chars, lengths}, cache, a);
+    cnn.infer({chars, lengths}, workspace, b);
+    CHECK(a == b);
+    CHECK_THROWS_WITH(cnn.backward(workspace, a), Contains("holds no forward pass"));
+  }
+  SECTION("ArcBiaffine") {
+    ArcBiaffine<double> arc(3);
+    arc.parameter_store().value(0) = random_matrix(3, 3, 1);
+    arc.parameter_store().value(1) = random_matrix(1, 3, 2);
+    const MatrixD dep = random_matrix(8, 3, 3), head = random_matrix(8, 3, 4);
+    ArcBiaffineCache<double> cache, workspace;
+    MatrixD a(8, 4), b(8, 4), dd(8, 3), dh(8, 3);
+    arc.forward({dep, head, 4}, cache, a);
+    arc.infer({dep, head, 4}, workspace, b);
+    CHECK(a == b);
+    CHECK(workspace.dep.size() == 0);  // keeps nothing
+    CHECK_THROWS_WITH(arc.backward(workspace, a, {dd, dh}), Contains("holds no forward pass"));
+  }
+  SECTION("LabelBiaffine") {
+    LabelBiaffine<double> lab(3, 4);
+    lab.parameter_store().value(0) = random_matrix(4, 16, 1);
+    const MatrixD dep = random_matrix(5, 3, 2), head = random_matrix(5, 3, 3);
+    LabelBiaffineCache<double> cache, workspace;
+    MatrixD a(5, 4), b(5, 4), dd(5, 3), dh(5, 3);
+    lab.forward({dep, head}, cache, a);
+    lab.infer({dep, head}, workspace, b);
+    CHECK(a == b);  // below kInferRows rows: one block, the same products
+    CHECK_THROWS_WITH(lab.backward(workspace, a, {dd, dh}), Contains("holds no forward pass"));
+  }
+}
+
+TEST_CASE("BiaffineParser: infer gives forward's scores and tag logits bit for bit; backward refuses its workspace",
+          "[parse][inference]") {
+  using Catch::Contains;
+  const std::vector<ConlluSentence> bank = tiny_treebank();
+  const ParserVocabulary v = ParserVocabulary::build(bank, 1);
+  std::vector<EncodedSentence> corpus;
+  for (const auto& s : bank) corpus.push_back(encode_sentence(s, v));
+  ParserBatch batch;
+  make_parser_batch(corpus, {0, 1, 2}, v, WordDropoutRule{}, nullptr, batch);
+  for (const bool chars : {true, false}) {
+    INFO((chars ? "with chars" : "without chars"));
+    ParserOptions o = tiny_options(v);
+    o.use_chars = chars;
+    BiaffineParser<float> parser(o);
+    parser.parameter("arc.weight") = random_matrix(o.arc_dim, o.arc_dim, 1, 0.3).cast<float>();
+    ParserCache<float> cache, workspace;
+    parser.forward(batch, cache, nullptr);
+    parser.infer(batch, workspace);
+    CHECK(cache.scores == workspace.scores);
+    CHECK(cache.upos_logits == workspace.upos_logits);
+    CHECK(workspace.mlp[1].input.size() == 0);  // no Linear kept its input
+    CHECK_THROWS_WITH(parser.loss(batch, workspace), Contains("holds no forward pass"));
+    CHECK_THROWS_WITH(parser.backward(workspace), Contains("holds no forward pass"));
+    // parse() on the training pass's cache leaves it unusable for backward.
+    parser.loss(batch, cache);
+    ParseWorkspace ws;
+    ParsedBatch parsed;
+    parser.parse(batch, cache, ws, parsed);
+    CHECK_THROWS_WITH(parser.backward(cache), Contains("holds no forward pass"));
   }
 }

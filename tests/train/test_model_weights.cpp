@@ -79,7 +79,7 @@ TEST_CASE("a tagger's weights round-trip bit for bit, and its predictions with t
   nn::IdVector ids = nn::IdVector::Zero(2 * batch.n_max);
   ids << 3, 5, 7, 9, 2, 4, 6, 0;
   nn::SyntaxTransformerTagger<float>::Cache a, b;
-  CHECK(loaded.predict(ids, batch.lengths, batch.buckets, a) == saved.predict(ids, batch.lengths, batch.buckets, b));
+  CHECK(loaded.predict({ids, batch.lengths, batch.buckets}, a) == saved.predict({ids, batch.lengths, batch.buckets}, b));
 }
 
 TEST_CASE("weights of another model are refused naming the tensor, and the model keeps its own",

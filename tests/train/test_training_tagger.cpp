@@ -101,7 +101,7 @@ TEST_CASE("On a task solved only by attending to the head, the learned table pea
                                               RandomStream(99).derive(static_cast<std::uint64_t>(step)));
     model.zero_grad();
     const RandomStream drop = RandomStream(1).derive(static_cast<std::uint64_t>(step));
-    const nn::LossResult l = model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, cache, &drop);
+    const nn::LossResult l = model.loss_and_backward({b.ids, b.lengths, b.buckets}, b.labels, cache, &drop);
     adam.set_lr(3e-3 * warmup_constant(step + 1, 20));
     adam.step(model.parameter_store());
     if (step < 10) first += l.loss / 10;
@@ -148,7 +148,7 @@ TEST_CASE("Adam on 20 real EWT sentences: the training loss falls", "[train][tag
       const Eigen::Map<const IdVector> y(batch.labels.data(), batch.labels.size());
       model.zero_grad();
       const RandomStream drop = RandomStream(3).derive(static_cast<std::uint64_t>(step));
-      sum += model.loss_and_backward(ids, batch.lengths, batch.buckets, y, cache, &drop).loss;
+      sum += model.loss_and_backward({ids, batch.lengths, batch.buckets}, y, cache, &drop).loss;
       adam.set_lr(5e-3 * warmup_constant(++step, 10));
       adam.step(model.parameter_store());
     }
@@ -178,7 +178,7 @@ TEST_CASE("A tagger trained from a checkpoint continues exactly as if it had nev
                                                 RandomStream(5).derive(static_cast<std::uint64_t>(step)));
       model.zero_grad();
       const RandomStream drop = RandomStream(8).derive(static_cast<std::uint64_t>(step));
-      model.loss_and_backward(b.ids, b.lengths, b.buckets, b.labels, cache, &drop);
+      model.loss_and_backward({b.ids, b.lengths, b.buckets}, b.labels, cache, &drop);
       adam.set_lr(1e-2 * warmup_constant(step + 1, 3));
       adam.step(model.parameter_store());
     }

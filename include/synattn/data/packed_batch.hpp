@@ -5,7 +5,7 @@
 //
 //   PackedTokenBatch batch;
 //   make_packed_token_batch(corpus, {chunk_0, chunk_1}, {/*window=*/1}, word_dropout, batch);
-//   model.loss_and_backward(ids, batch.buckets, labels, cache, &dropout);
+//   model.loss_and_backward({ids, batch.buckets}, labels, cache, &dropout);
 //
 // A sentence's ids, labels and word dropout are exactly make_token_batch's
 // for it (dropout keyed by its corpus index), so packing changes only what

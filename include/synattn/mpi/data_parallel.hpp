@@ -340,10 +340,12 @@ auto data_parallel_gradient(Model& model, DataParallel<Scalar>& dp, const Ids& i
                             long long global_tokens) {
   model.zero_grad();
   dp.begin(model.gradients());
-  decltype(model.loss(cache, labels, 1.0)) result{};
+  decltype(model.loss(cache, cache.logits, labels, 1.0)) result{};
   if (!lengths.empty()) {
-    model.forward(ids, lengths, buckets, cache, dropout);
-    result = model.loss(cache, labels, static_cast<double>(global_tokens > 0 ? global_tokens : 1));
+    // The logits in the cache's lent buffer (TaggerCache::logits).
+    cache.logits.resize(ids.size(), model.options().num_classes);
+    model.forward({ids, lengths, buckets}, cache, cache.logits, dropout);
+    result = model.loss(cache, cache.logits, labels, static_cast<double>(global_tokens > 0 ? global_tokens : 1));
     model.backward(cache, dp.hook());
   }
   dp.finish();

@@ -50,6 +50,16 @@ void check_finite_logits(const char* fn, const Eigen::Ref<const RowMajorMatrix<S
   check_finite_rows<Scalar>(fn, "logits", logits, n, ": the model overflowed (options.attention.check_finite is on)");
 }
 
+// The input of a layer whose dropout masks are keyed by (sequence,
+// position): token rows x (batch * n, width) and the padded length n
+// (FeedForward). A view, like attention/inputs.hpp's structs: build it in
+// the call, e.g. ffn.forward({x, n}, cache, y, &stream).
+template <class Scalar>
+struct SequenceRows {
+  Eigen::Ref<const RowMajorMatrix<Scalar>> x;
+  Index rows_per_sequence = 1;
+};
+
 enum class Activation { ReLU, GELU };
 
 inline const char* activation_name(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }

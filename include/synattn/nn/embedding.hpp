@@ -4,6 +4,10 @@
 // Conventions of the ids: 0 is padding (its row is zero and stays zero: it
 // gets no gradient), and 1 is the unknown word by convention — it is an
 // ordinary learnable row; the data layer maps out-of-vocabulary words to it.
+//
+// Embedding follows the layer contract (docs/guide.md): forward(ids, cache,
+// out) keeps the ids, infer(ids, workspace, out) keeps nothing, and
+// backward(cache, dout) adds the table's gradient (ids have none).
 #ifndef SYNATTN_NN_EMBEDDING_HPP
 #define SYNATTN_NN_EMBEDDING_HPP
 
@@ -18,6 +22,7 @@
 #include "../error.hpp"
 #include "../matrix.hpp"
 #include "../util/init.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parameters.hpp"
 #include "../util/random.hpp"
 #include "common.hpp"
@@ -31,12 +36,19 @@ using IdVector = Eigen::Matrix<std::int32_t, Eigen::Dynamic, 1>;
 constexpr std::int32_t kPaddingId = 0;
 constexpr std::int32_t kUnknownId = 1;
 
+// What Embedding's backward needs: the ids it looked up.
+struct EmbeddingCache {
+  IdVector ids;     // (tokens)
+  CacheStamp stamp; // which layer filled it (util/layer_identity.hpp)
+};
+
 template <class Scalar>
 class Embedding {
   static_assert(std::is_floating_point<Scalar>::value, "Embedding is instantiated for float and double");
 
  public:
   using Matrix = RowMajorMatrix<Scalar>;
+  using Cache = EmbeddingCache;
 
   // Parameter "weight" (vocab, d) ~ N(0, 1) from `init`, row 0 (padding) zero.
   Embedding(int vocab, int d, const RandomStream& init) : vocab_(vocab), d_(d) {
@@ -55,24 +67,30 @@ class Embedding {
   int vocab_size() const noexcept { return vocab_; }
   int dim() const noexcept { return d_; }
 
-  // out (tokens, d): row t = weight[ids[t]]. Throws naming the first position
-  // whose id is outside [0, vocab).
-  void forward(const Eigen::Ref<const IdVector>& ids, Eigen::Ref<Matrix> out) const {
-    check_ids("Embedding::forward", ids);
-    if (out.rows() != ids.size() || out.cols() != d_)
-      throw Error("Embedding::forward: out is " + shape_text(out.rows(), out.cols()) +
-                  ", expected " + shape_text(ids.size(), d_));
-    const auto w = store_.value(weight_);
-    for (Index t = 0; t < ids.size(); ++t) out.row(t) = w.row(ids[t]);
+  // out (tokens, d): row t = weight[ids[t]]; the cache keeps the ids.
+  // Throws naming the first position whose id is outside [0, vocab).
+  void forward(const Eigen::Ref<const IdVector>& ids, Cache& cache, Eigen::Ref<Matrix> out) const {
+    cache.stamp.clear();
+    look_up("Embedding::forward", ids, out);
+    cache.ids = ids;
+    cache.stamp.stamp(identity_);
+  }
+  // The same rows, keeping nothing (`workspace` is only cleared).
+  void infer(const Eigen::Ref<const IdVector>& ids, Cache& workspace, Eigen::Ref<Matrix> out) const {
+    workspace.stamp.clear();
+    look_up("Embedding::infer", ids, out);
   }
 
   // weight.grad[ids[t]] += dout[t] for every non-padding token, in token
   // order (a fixed order, so the sums do not depend on threads).
-  void backward(const Eigen::Ref<const IdVector>& ids, const Eigen::Ref<const Matrix>& dout) {
-    check_ids("Embedding::backward", ids);
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout) {
+    const char* fn = "Embedding::backward";
+    cache.stamp.check(fn, identity_);
+    const IdVector& ids = cache.ids;
     if (dout.rows() != ids.size() || dout.cols() != d_)
-      throw Error("Embedding::backward: dout is " + shape_text(dout.rows(), dout.cols()) +
+      throw Error(std::string(fn) + ": dout is " + shape_text(dout.rows(), dout.cols()) +
                   ", expected " + shape_text(ids.size(), d_));
+    cache.stamp.mark_used();
     auto g = store_.gradient(weight_);
     for (Index t = 0; t < ids.size(); ++t)
       if (ids[t] != kPaddingId) g.row(ids[t]) += dout.row(t);
@@ -85,6 +103,14 @@ class Embedding {
   void zero_grad() { store_.zero_grad(); }
 
  private:
+  void look_up(const char* fn, const Eigen::Ref<const IdVector>& ids, Eigen::Ref<Matrix> out) const {
+    check_ids(fn, ids);
+    if (out.rows() != ids.size() || out.cols() != d_)
+      throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) + ", expected " +
+                  shape_text(ids.size(), d_));
+    const auto w = store_.value(weight_);
+    for (Index t = 0; t < ids.size(); ++t) out.row(t) = w.row(ids[t]);
+  }
   void check_ids(const char* fn, const Eigen::Ref<const IdVector>& ids) const {
     for (Index t = 0; t < ids.size(); ++t)
       if (ids[t] < 0 || ids[t] >= vocab_)
@@ -95,6 +121,7 @@ class Embedding {
   int vocab_ = 0, d_ = 0;
   ParameterStore<Scalar> store_;
   int weight_ = -1;
+  LayerIdentity identity_;
 };
 
 // PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)),

@@ -7,6 +7,13 @@
 // are bound to one slice of the model's buffer, named "bias.table" /
 // "bias.scale", and every layer's backward adds into its one gradient. A
 // standalone Encoder (not bound into a model) keeps separate tables.
+//
+// The layer contract (docs/guide.md), with the attention layer's inputs:
+// forward({x, lengths, buckets} or {x, packed}, cache, out, stream),
+// infer(input, workspace, out), backward(cache, dy, dx[, on_done]). The
+// cache holds the layers' caches and two buffers the layers' outputs pass
+// through (no layer's backward reads its output, so none is kept); the
+// output is the caller's.
 #ifndef SYNATTN_NN_ENCODER_HPP
 #define SYNATTN_NN_ENCODER_HPP
 
@@ -23,7 +30,6 @@
 #include "../util/random.hpp"
 #include "encoder_layer.hpp"
 #include "layer_norm.hpp"
-#include "sequence_buckets.hpp"
 
 namespace synattn {
 namespace nn {
@@ -79,7 +85,7 @@ struct EncoderOptions {
 template <class Scalar>
 struct EncoderCache {
   std::vector<EncoderLayerCache<Scalar>> layers;
-  std::vector<RowMajorMatrix<Scalar>> outputs;  // outputs[l]: layer l's output (tokens, d)
+  RowMajorMatrix<Scalar> between[2];            // layer outputs on the way up (tokens, d), alternating
   LayerNormCache<Scalar> norm;
   RowMajorMatrix<Scalar> dbuf[2];               // backward ping-pong
   CacheStamp stamp;                             // which encoder filled it (util/layer_identity.hpp)
@@ -114,32 +120,32 @@ class Encoder {
   const EncoderLayer<Scalar>& layer(int l) const { return layers_.at(static_cast<std::size_t>(l)); }
   bool has_final_norm() const noexcept { return !norm_.empty(); }
 
-  // x: (batch * n, d); returns the encoder output (held in the cache).
+  using SelfInput = SelfAttentionInput<Scalar>;
+  using PackedInput = PackedSelfAttentionInput<Scalar>;
+
+  // out (batch * n, d) = the encoder over input.x (batch * n, d).
   // `stream` (null: eval) is the encoder's; layer l uses stream->derive(l).
-  const Matrix& forward(const Eigen::Ref<const Matrix>& x, const std::vector<int>& lengths,
-                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* stream) const {
-    return forward(x, SequenceBuckets(lengths, buckets), c, stream);
-  }
-  // The same with the lengths and buckets of either form (packed documents
-  // too: nn/sequence_buckets.hpp).
-  const Matrix& forward(const Eigen::Ref<const Matrix>& x, const SequenceBuckets& sequences, Cache& c,
-                        const RandomStream* stream) const {
-    const std::size_t L = layers_.size();
+  // out must not overlap input.x.
+  void forward(const SelfInput& input, Cache& c, Eigen::Ref<Matrix> out, const RandomStream* stream = nullptr) const {
     c.stamp.clear();
-    c.layers.resize(L);
-    c.outputs.resize(L + (norm_.empty() ? 0 : 1));
-    for (std::size_t l = 0; l < L; ++l) {
-      const RandomStream ls = stream ? stream->derive(l) : RandomStream();
-      const Eigen::Ref<const Matrix> in = l == 0 ? x : Eigen::Ref<const Matrix>(c.outputs[l - 1]);
-      c.outputs[l].resize(x.rows(), x.cols());
-      layers_[l].forward(in, sequences, c.layers[l], c.outputs[l], stream ? &ls : nullptr);
-    }
-    if (!norm_.empty()) {
-      c.outputs[L].resize(x.rows(), x.cols());
-      norm_[0].forward(c.outputs[L - 1], c.norm, c.outputs[L]);
-    }
+    run(input, c, out, stream, false);
     c.stamp.stamp(identity_);
-    return c.outputs.back();
+  }
+  void forward(const PackedInput& input, Cache& c, Eigen::Ref<Matrix> out,
+               const RandomStream* stream = nullptr) const {
+    c.stamp.clear();
+    run(input, c, out, stream, false);
+    c.stamp.stamp(identity_);
+  }
+  // forward() without a stream, bit for bit, keeping nothing (every layer's
+  // infer(); the workspace lends its buffers, and backward() refuses it).
+  void infer(const SelfInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const {
+    workspace.stamp.clear();
+    run(input, workspace, out, nullptr, true);
+  }
+  void infer(const PackedInput& input, Cache& workspace, Eigen::Ref<Matrix> out) const {
+    workspace.stamp.clear();
+    run(input, workspace, out, nullptr, true);
   }
 
   // dy: dL/d(output) -> dx: dL/dx; adds every parameter gradient.
@@ -150,15 +156,15 @@ class Encoder {
   // differentiated (mpi/data_parallel.hpp). The cache must come from this
   // encoder's last forward() with it, and is used once; all checks precede
   // any write.
-  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Matrix& dx,
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx,
                 const std::function<void(int)>& on_done = {}) {
     const char* fn = "Encoder::backward";
     c.stamp.check(fn, identity_);
     const std::size_t L = layers_.size();
-    const Matrix& out = c.outputs.back();
-    if (dy.rows() != out.rows() || dy.cols() != out.cols())
-      throw Error(std::string(fn) + ": dy is " + shape_text(dy.rows(), dy.cols()) +
-                  ", expected " + shape_text(out.rows(), out.cols()) +
+    const Index rows = c.layers.empty() ? 0 : c.layers.back().ffn_out.rows(), d = options_.layer.attention.d_model;
+    if (dy.rows() != rows || dy.cols() != d || dx.rows() != rows || dx.cols() != d)
+      throw Error(std::string(fn) + ": dy is " + shape_text(dy.rows(), dy.cols()) + " and dx " +
+                  shape_text(dx.rows(), dx.cols()) + ", expected both " + shape_text(rows, d) +
                   " (the forward's output)");
     c.stamp.mark_used();
     Matrix* cur = &c.dbuf[0];
@@ -171,8 +177,12 @@ class Encoder {
       *cur = dy;
     }
     for (std::size_t l = L; l-- > 0;) {
-      Matrix& out = l == 0 ? dx : *next;
-      layers_[l].backward(c.layers[l], *cur, out);
+      if (l == 0) {
+        layers_[l].backward(c.layers[l], *cur, dx);
+      } else {
+        next->resize(dy.rows(), dy.cols());
+        layers_[l].backward(c.layers[l], *cur, *next);
+      }
       if (on_done) on_done(static_cast<int>(l));
       if (l > 0) std::swap(cur, next);
     }
@@ -195,6 +205,38 @@ class Encoder {
   EncoderOptions options_;
   std::vector<bool> biased_;
   std::vector<EncoderLayer<Scalar>> layers_;
+  // forward() and infer(): layer l reads layer l-1's output from one buffer
+  // and writes the other; the last step (the final norm, or the top layer)
+  // writes out.
+  template <class Input>
+  void run(const Input& input, Cache& c, Eigen::Ref<Matrix> out, const RandomStream* stream, bool inference) const {
+    const Eigen::Ref<const Matrix>& x = input.x;
+    const std::size_t L = layers_.size();
+    if (out.rows() != x.rows() || out.cols() != x.cols())
+      throw Error(std::string(inference ? "Encoder::infer" : "Encoder::forward") + ": out is " +
+                  shape_text(out.rows(), out.cols()) + ", expected " + shape_text(x.rows(), x.cols()) +
+                  " (the input's shape)");
+    c.layers.resize(L);
+    for (std::size_t l = 0; l < L; ++l) {
+      const RandomStream ls = stream ? stream->derive(l) : RandomStream();
+      const Eigen::Ref<const Matrix> in = l == 0 ? x : Eigen::Ref<const Matrix>(c.between[(l - 1) % 2]);
+      const bool last = l + 1 == L && norm_.empty();
+      Matrix& buffer = c.between[l % 2];
+      if (!last) buffer.resize(x.rows(), x.cols());
+      Eigen::Ref<Matrix> y = last ? out : Eigen::Ref<Matrix>(buffer);
+      if (inference)
+        layers_[l].infer(EncoderLayer<Scalar>::rows_of(input, in), c.layers[l], y);
+      else
+        layers_[l].forward(EncoderLayer<Scalar>::rows_of(input, in), c.layers[l], y, stream ? &ls : nullptr);
+    }
+    if (!norm_.empty()) {
+      if (inference)
+        norm_[0].infer(c.between[(L - 1) % 2], c.norm, out);
+      else
+        norm_[0].forward(c.between[(L - 1) % 2], c.norm, out);
+    }
+  }
+
   std::vector<LayerNorm<Scalar>> norm_;  // empty or one
   LayerIdentity identity_;
 };

@@ -1,6 +1,12 @@
 // synattn — the position-wise feed-forward block of a Transformer layer:
 //   y = Linear2(Dropout(act(Linear1(x))))     Linear1: d -> d_ff, Linear2: d_ff -> d
 // with act ReLU or exact (erf) GELU. Dropout is on only when a stream is given.
+//
+// The layer contract (docs/guide.md): forward({x, n}, cache, y, dropout)
+// keeps its sub-layers' caches (linear1's holds x, linear2's the hidden
+// activations, written there directly: no copies) and the pre-activations;
+// infer({x, n}, workspace, y) keeps nothing; backward(cache, dy, dx) writes
+// dx, which may alias dy.
 #ifndef SYNATTN_NN_FEED_FORWARD_HPP
 #define SYNATTN_NN_FEED_FORWARD_HPP
 
@@ -21,13 +27,17 @@ namespace nn {
 
 template <class Scalar>
 struct FeedForwardCache {
+  LinearCache<Scalar> linear1;    // its input: x (tokens, d)
   RowMajorMatrix<Scalar> pre;     // (tokens, d_ff): Linear1 output, before the activation
-  RowMajorMatrix<Scalar> hidden;  // (tokens, d_ff): after activation and dropout (Linear2's input)
+  LinearCache<Scalar> linear2;    // its input: the hidden rows (tokens, d_ff), after activation and dropout
   RowMajorMatrix<Scalar> dhidden; // (tokens, d_ff): backward scratch
   bool dropout = false;           // whether the forward pass dropped (then `stream` is its mask)
   RandomStream stream;
   Index rows_per_sequence = 1;    // the forward's padded length n (masks are keyed by sequence and position)
   CacheStamp stamp;               // which layer filled it (util/layer_identity.hpp)
+
+  // After activation and dropout (linear2's input).
+  const RowMajorMatrix<Scalar>& hidden() const noexcept { return linear2.input; }
 };
 
 template <class Scalar>
@@ -48,54 +58,40 @@ class FeedForward {
   Activation activation() const noexcept { return activation_; }
   double dropout() const noexcept { return p_; }
 
-  // y (tokens, d) for x (tokens = batch * n, d). `stream` (null: eval mode)
-  // draws the hidden dropout mask: element (b * n + i, c) from
+  using Input = SequenceRows<Scalar>;
+
+  // y (tokens, d) for input.x (tokens = batch * n, d). `stream` (null: eval
+  // mode) draws the hidden dropout mask: element (b * n + i, c) from
   // stream->sequence(b) at counter i * d_ff + c (see apply_dropout), n =
-  // rows_per_sequence. Arguments in the nn/ order: inputs, cache, output,
-  // dropout stream.
-  void forward(const Eigen::Ref<const Matrix>& x, Index rows_per_sequence, Cache& cache, Eigen::Ref<Matrix> y,
-               const RandomStream* stream) const {
-    const Index tokens = x.rows();
+  // input.rows_per_sequence.
+  void forward(const Input& input, Cache& cache, Eigen::Ref<Matrix> y, const RandomStream* stream = nullptr) const {
     cache.stamp.clear();
-    cache.pre.resize(tokens, hidden_dim());
-    cache.hidden.resize(tokens, hidden_dim());
-    linear1_.forward(x, cache.pre);
-    const Index cols = hidden_dim();
-    const bool gelu_act = activation_ == Activation::GELU;
-    // One fused pass per row: activation, then the row's dropout mask.
-    cache.dropout = stream != nullptr && p_ > 0;
-    if (stream) cache.stream = *stream;
-    if (cache.dropout && (rows_per_sequence <= 0 || tokens % rows_per_sequence != 0))
-      throw Error("FeedForward::forward: rows_per_sequence is " + std::to_string(rows_per_sequence) +
-                  ", expected a positive divisor of the " + std::to_string(tokens) + " rows of x");
-    cache.rows_per_sequence = rows_per_sequence;
-    const std::uint32_t threshold = cache.dropout ? drop_threshold(p_) : 0;
-    const Scalar keep_scale = static_cast<Scalar>(cache.dropout ? 1.0 / (1.0 - p_) : 1.0);
-    parallel_for(tokens, (gelu_act ? 30.0 : 2.0) * cols * tokens, [&](Index r) {
-      const Scalar* pre = cache.pre.row(r).data();
-      Scalar* h = cache.hidden.row(r).data();
-      for (Index c = 0; c < cols; ++c) h[c] = gelu_act ? gelu(pre[c]) : (pre[c] > 0 ? pre[c] : Scalar(0));
-      if (cache.dropout) dropout_token_row(cache.stream, cache.rows_per_sequence, r, h, cols, threshold, keep_scale);
-    });
-    linear2_.forward(cache.hidden, y);
+    run("FeedForward::forward", input, cache, y, stream, false);
     cache.stamp.stamp(identity_);
   }
+  // The same y as forward() without a stream, bit for bit, keeping nothing:
+  // the workspace lends its buffers and is left holding no forward pass.
+  void infer(const Input& input, Cache& workspace, Eigen::Ref<Matrix> y) const {
+    workspace.stamp.clear();
+    run("FeedForward::infer", input, workspace, y, nullptr, true);
+  }
 
-  // Given the forward input x and dy (tokens, d): adds both linears'
-  // gradients; writes dx (tokens, d). The cache must come from this layer's
-  // last forward() with it, and is used once; all checks precede any write.
-  void backward(const Eigen::Ref<const Matrix>& x, Cache& cache, const Eigen::Ref<const Matrix>& dy, Matrix& dx) {
+  // dy (tokens, d): adds both linears' gradients; writes dx (tokens, d),
+  // which may alias dy. The cache must come from this layer's last
+  // forward() with it, and is used once; all checks precede any write.
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx) {
     const char* fn = "FeedForward::backward";
     cache.stamp.check(fn, identity_);
     const Index rows = cache.pre.rows();
-    if (x.rows() != rows || x.cols() != dim() || dy.rows() != rows || dy.cols() != dim())
-      throw Error(std::string(fn) + ": x and dy must be " + shape_text(rows, dim()) +
-                  " (the forward's shape), got " + shape_text(x.rows(), x.cols()) +
-                  " and " + shape_text(dy.rows(), dy.cols()));
+    if (dy.rows() != rows || dy.cols() != dim() || dx.rows() != rows || dx.cols() != dim())
+      throw Error(std::string(fn) + ": dy and dx must be " + shape_text(rows, dim()) +
+                  " (the forward's shape), got " + shape_text(dy.rows(), dy.cols()) + " and " +
+                  shape_text(dx.rows(), dx.cols()));
     cache.stamp.mark_used();
     // dhidden (tokens, d_ff) = dy W2; dW2 += dy^T hidden
-    linear2_.backward(cache.hidden, dy, &cache.dhidden);
-    const Index tokens = cache.pre.rows(), cols = hidden_dim();
+    cache.dhidden.resize(rows, hidden_dim());
+    linear2_.backward(cache.linear2, dy, cache.dhidden);
+    const Index tokens = rows, cols = hidden_dim();
     const bool gelu_act = activation_ == Activation::GELU;
     const std::uint32_t threshold = cache.dropout ? drop_threshold(p_) : 0;
     const Scalar keep_scale = static_cast<Scalar>(cache.dropout ? 1.0 / (1.0 - p_) : 1.0);
@@ -109,7 +105,7 @@ class FeedForward {
         g[c] *= gelu_act ? gelu_derivative(pre[c]) : (pre[c] > 0 ? Scalar(1) : Scalar(0));
     });
     // dx (tokens, d) = dpre W1; dW1 += dpre^T x
-    linear1_.backward(x, cache.dhidden, &dx);
+    linear1_.backward(cache.linear1, cache.dhidden, dx);
   }
 
   Linear<Scalar>& linear1() noexcept { return linear1_; }
@@ -129,6 +125,45 @@ class FeedForward {
   }
 
  private:
+  // forward() and infer(): the same arithmetic; a training pass keeps the
+  // linears' caches, inference only borrows their buffers.
+  void run(const char* fn, const Input& input, Cache& cache, Eigen::Ref<Matrix> y, const RandomStream* stream,
+           bool inference) const {
+    const Eigen::Ref<const Matrix>& x = input.x;
+    const Index tokens = x.rows(), rows_per_sequence = input.rows_per_sequence;
+    if (x.cols() != dim() || y.rows() != tokens || y.cols() != dim())
+      throw Error(std::string(fn) + ": x is " + shape_text(x.rows(), x.cols()) + " and y " +
+                  shape_text(y.rows(), y.cols()) + ", expected both (tokens, " + std::to_string(dim()) + ")");
+    const Index cols = hidden_dim();
+    // One fused pass per row: activation, then the row's dropout mask.
+    cache.dropout = stream != nullptr && p_ > 0;
+    if (stream) cache.stream = *stream;
+    if (cache.dropout && (rows_per_sequence <= 0 || tokens % rows_per_sequence != 0))
+      throw Error(std::string(fn) + ": rows_per_sequence is " + std::to_string(rows_per_sequence) +
+                  ", expected a positive divisor of the " + std::to_string(tokens) + " rows of x");
+    cache.rows_per_sequence = rows_per_sequence;
+    cache.pre.resize(tokens, cols);
+    Matrix& hidden = cache.linear2.input;  // linear2's cache keeps its input: written there, not copied
+    hidden.resize(tokens, cols);
+    if (inference)
+      linear1_.infer(x, cache.linear1, cache.pre);
+    else
+      linear1_.forward(x, cache.linear1, cache.pre);
+    const bool gelu_act = activation_ == Activation::GELU;
+    const std::uint32_t threshold = cache.dropout ? drop_threshold(p_) : 0;
+    const Scalar keep_scale = static_cast<Scalar>(cache.dropout ? 1.0 / (1.0 - p_) : 1.0);
+    parallel_for(tokens, (gelu_act ? 30.0 : 2.0) * cols * tokens, [&](Index r) {
+      const Scalar* pre = cache.pre.row(r).data();
+      Scalar* h = hidden.row(r).data();
+      for (Index c = 0; c < cols; ++c) h[c] = gelu_act ? gelu(pre[c]) : (pre[c] > 0 ? pre[c] : Scalar(0));
+      if (cache.dropout) dropout_token_row(cache.stream, cache.rows_per_sequence, r, h, cols, threshold, keep_scale);
+    });
+    if (inference)
+      linear2_.infer(hidden, cache.linear2, y);
+    else
+      linear2_.forward(hidden, cache.linear2, y);
+  }
+
   Linear<Scalar> linear1_, linear2_;
   Activation activation_ = Activation::ReLU;
   double p_ = 0;

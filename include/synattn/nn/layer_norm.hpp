@@ -1,5 +1,10 @@
 // synattn — nn.LayerNorm over the feature axis of every token row:
 //   y = (x - mean) / sqrt(var + eps) * weight + bias,  var biased (as PyTorch).
+//
+// The layer contract (docs/guide.md): forward(x, cache, y) keeps the
+// normalised rows and 1 / std, infer(x, workspace, y) keeps nothing (the
+// workspace lends its buffers, and backward() refuses it), backward(cache,
+// dy, dx) writes dx; y may alias x and dx may alias dy.
 #ifndef SYNATTN_NN_LAYER_NORM_HPP
 #define SYNATTN_NN_LAYER_NORM_HPP
 
@@ -50,43 +55,15 @@ class LayerNorm {
 
   // y (tokens, d) = LN(x); y may alias x (rows are processed one at a time).
   void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
-    if (x.cols() != d_ || y.rows() != x.rows() || y.cols() != d_)
-      throw Error("LayerNorm::forward: x is " + shape_text(x.rows(), x.cols()) +
-                  " and y " + shape_text(y.rows(), y.cols()) + ", expected both (tokens, " +
-                  std::to_string(d_) + ")");
-    const Index tokens = x.rows();
     cache.stamp.clear();
-    cache.xhat.resize(tokens, d_);
-    cache.rstd.resize(tokens);
-    const auto g = store_.value(weight_);
-    const auto b = store_.value(bias_);
-    const Scalar inv_d = Scalar(1) / Scalar(d_);
-    const Scalar eps = static_cast<Scalar>(eps_);
-    parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
-      const auto xr = x.row(r);
-      Scalar mean = xr.sum() * inv_d;
-      // A sum of finite values near the type's largest overflows: average
-      // values divided first, which cannot (slower, so only then).
-      if (!std::isfinite(mean)) mean = (xr.array() * inv_d).sum();
-      auto xh = cache.xhat.row(r);
-      xh = xr.array() - mean;
-      const Scalar var = xh.squaredNorm() * inv_d;
-      Scalar rstd = Scalar(1) / std::sqrt(var + eps);
-      if (!std::isfinite(var)) {
-        // The squares overflowed (|x - mean| above ~1.8e19 in float), which
-        // made rstd 0 and the row the bias. Scale by the largest deviation
-        // first, as LAPACK's nrm2 does: var = s^2 * mean((xh / s)^2).
-        const Scalar s = xh.cwiseAbs().maxCoeff();
-        if (std::isfinite(s) && s > 0) {
-          const Scalar scaled_var = (xh / s).squaredNorm() * inv_d;
-          rstd = Scalar(1) / (s * std::sqrt(scaled_var + eps / s / s));
-        }  // else x holds inf or NaN: NaN propagates as IEEE arithmetic has it
-      }
-      xh *= rstd;
-      cache.rstd[r] = rstd;
-      y.row(r) = xh.cwiseProduct(g) + b;
-    });
+    normalize("LayerNorm::forward", x, cache, y);
     cache.stamp.stamp(identity_);
+  }
+  // The same y bit for bit; the workspace's buffers hold the normalised rows
+  // on the way, and it is left holding no forward pass.
+  void infer(const Eigen::Ref<const Matrix>& x, Cache& workspace, Eigen::Ref<Matrix> y) const {
+    workspace.stamp.clear();
+    normalize("LayerNorm::infer", x, workspace, y);
   }
 
   // dy (tokens, d) -> dx (tokens, d) (may alias dy); adds dweight += colsum(dy
@@ -131,6 +108,43 @@ class LayerNorm {
   void zero_grad() { store_.zero_grad(); }
 
  private:
+  void normalize(const char* fn, const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
+    if (x.cols() != d_ || y.rows() != x.rows() || y.cols() != d_)
+      throw Error(std::string(fn) + ": x is " + shape_text(x.rows(), x.cols()) + " and y " +
+                  shape_text(y.rows(), y.cols()) + ", expected both (tokens, " + std::to_string(d_) + ")");
+    const Index tokens = x.rows();
+    cache.xhat.resize(tokens, d_);
+    cache.rstd.resize(tokens);
+    const auto g = store_.value(weight_);
+    const auto b = store_.value(bias_);
+    const Scalar inv_d = Scalar(1) / Scalar(d_);
+    const Scalar eps = static_cast<Scalar>(eps_);
+    parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
+      const auto xr = x.row(r);
+      Scalar mean = xr.sum() * inv_d;
+      // A sum of finite values near the type's largest overflows: average
+      // values divided first, which cannot (slower, so only then).
+      if (!std::isfinite(mean)) mean = (xr.array() * inv_d).sum();
+      auto xh = cache.xhat.row(r);
+      xh = xr.array() - mean;
+      const Scalar var = xh.squaredNorm() * inv_d;
+      Scalar rstd = Scalar(1) / std::sqrt(var + eps);
+      if (!std::isfinite(var)) {
+        // The squares overflowed (|x - mean| above ~1.8e19 in float), which
+        // made rstd 0 and the row the bias. Scale by the largest deviation
+        // first, as LAPACK's nrm2 does: var = s^2 * mean((xh / s)^2).
+        const Scalar s = xh.cwiseAbs().maxCoeff();
+        if (std::isfinite(s) && s > 0) {
+          const Scalar scaled_var = (xh / s).squaredNorm() * inv_d;
+          rstd = Scalar(1) / (s * std::sqrt(scaled_var + eps / s / s));
+        }  // else x holds inf or NaN: NaN propagates as IEEE arithmetic has it
+      }
+      xh *= rstd;
+      cache.rstd[r] = rstd;
+      y.row(r) = xh.cwiseProduct(g) + b;
+    });
+  }
+
   int d_ = 0;
   double eps_ = 1e-5;
   ParameterStore<Scalar> store_;

@@ -22,10 +22,16 @@
 // (V * batch * n, n), as data/token_batch.hpp makes them.
 //
 // Packed documents (bias/packed_buckets.hpp, data/packed_batch.hpp) take the
-// place of lengths and buckets in forward, loss_and_backward and predict:
-// each sequence is several sentences, and attention sees only each
-// sentence's window. Every layer must then have the syntax bias, and one
-// tree view.
+// place of lengths and buckets (PackedTokenInput: {ids, packed}): each
+// sequence is several sentences, and attention sees only each sentence's
+// window. Every layer must then have the syntax bias, and one tree view.
+//
+// The layer contract (docs/guide.md): forward(input, cache, logits,
+// dropout) writes the caller's logits (batch * n, classes) and keeps in the
+// cache what backward needs (the parts' caches: the embedding's ids, the
+// classifier's input rows); infer(input, workspace, logits) keeps nothing;
+// backward(cache, dlogits) (ids have no gradient). loss(cache, logits,
+// labels) computes the cross-entropy and keeps dL/dlogits for backward(cache).
 //
 // Training step:
 //   model.zero_grad();
@@ -33,8 +39,8 @@
 //   // (a process holding sequences [first, ...) of a global batch:
 //   //  RandomStream(seed).derive(step).sequences_from(first), so its masks
 //   //  are the one-process masks of those sequences)
-//   model.forward(ids, lengths, buckets, cache, &drop);
-//   LossResult l = model.loss(cache, labels);
+//   model.forward({ids, lengths, buckets}, cache, logits, &drop);
+//   LossResult l = model.loss(cache, logits, labels);
 //   model.backward(cache);
 //   params -= lr * grads  (on model.parameters(), model.gradients())
 //
@@ -68,7 +74,6 @@
 #include "embedding.hpp"
 #include "encoder.hpp"
 #include "parameter_binding.hpp"
-#include "sequence_buckets.hpp"
 #include "token_classifier.hpp"
 
 namespace synattn {
@@ -136,14 +141,31 @@ struct TaggerOptions {
   }
 };
 
+// The tagger's inputs: token ids (batch * n) with the attention layer's
+// lengths and buckets (attention/inputs.hpp; buckets 0 x 0 when no layer is
+// biased), or with packed documents. Views, built in the call:
+//   model.forward({ids, lengths, buckets}, cache, logits, &drop);
+//   model.infer({ids, packed}, workspace, logits);
+struct TokenInput {
+  Eigen::Ref<const IdVector> ids;
+  const std::vector<int>& lengths;
+  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
+};
+struct PackedTokenInput {
+  Eigen::Ref<const IdVector> ids;
+  const PackedBuckets& packed;
+};
+
 template <class Scalar>
 struct TaggerCache {
   using Matrix = RowMajorMatrix<Scalar>;
-  IdVector tokens;
+  EmbeddingCache embedding;  // keeps the ids
   std::vector<int> lengths;
-  Matrix embedded;  // (tokens, d): embeddings + positions, after dropout
+  Matrix embedded;  // (tokens, d): embeddings + positions, after dropout (the encoder's input)
   EncoderCache<Scalar> encoder;
-  Matrix logits, dlogits, dh, dx;
+  LinearCache<Scalar> classifier;  // keeps its input, the encoder's output (written there directly)
+  Matrix logits;    // lent: loss_and_backward() and predict() write their logits here
+  Matrix dlogits, dh, dx;
   bool dropout = false;
   RandomStream stream;
   Index rows_per_sequence = 1;  // the forward's padded length n (embedding dropout is keyed by sequence, position)
@@ -163,34 +185,41 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
 
   const TaggerOptions& options() const noexcept { return s_.options; }
 
-  // Logits (batch * n, classes), held in the cache. `dropout` null: eval mode.
-  const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-                        const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const;
-  // Packed documents: tokens (batch * n), batch = packed.sequences().
-  const Matrix& forward(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& c,
-                        const RandomStream* dropout) const;
+  // logits (batch * n, classes), caller-sized. `dropout` null: eval mode.
+  void forward(const TokenInput& input, Cache& c, Eigen::Ref<Matrix> logits,
+               const RandomStream* dropout = nullptr) const;
+  // Packed documents: ids (batch * n), batch = packed.sequences().
+  void forward(const PackedTokenInput& input, Cache& c, Eigen::Ref<Matrix> logits,
+               const RandomStream* dropout = nullptr) const;
+  // forward() without dropout, bit for bit, keeping nothing for backward
+  // (every part's infer(): no attention probabilities are stored). The
+  // workspace lends its buffers, one per concurrent call; backward() refuses it.
+  void infer(const TokenInput& input, Cache& workspace, Eigen::Ref<Matrix> logits) const;
+  void infer(const PackedTokenInput& input, Cache& workspace, Eigen::Ref<Matrix> logits) const;
 
-  // Cross-entropy of the cached logits; keeps dL/dlogits for backward().
-  // normaliser <= 0: the batch's own counted tokens.
-  LossResult loss(Cache& c, const Eigen::Ref<const IdVector>& labels, double normaliser = 0) const;
+  // Cross-entropy of `logits` (the ones forward() wrote with this cache);
+  // keeps dL/dlogits for backward(). normaliser <= 0: the batch's own
+  // counted tokens.
+  LossResult loss(Cache& c, const Eigen::Ref<const Matrix>& logits, const Eigen::Ref<const IdVector>& labels,
+                  double normaliser = 0) const;
 
   // on_ready(from): the gradients at flat offsets >= from are final (see top).
   using GradientsReady = std::function<void(Index from)>;
 
   // Adds dL/dparameters (of the last loss()) into gradients().
   void backward(Cache& c, const GradientsReady& on_ready = {});
+  // The same for a caller's dlogits (batch * n, classes), without loss().
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits, const GradientsReady& on_ready = {});
 
-  LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-                               const Eigen::Ref<const BucketBlock>& buckets, const Eigen::Ref<const IdVector>& labels,
-                               Cache& c, const RandomStream* dropout, double normaliser = 0);
-  LossResult loss_and_backward(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed,
-                               const Eigen::Ref<const IdVector>& labels, Cache& c, const RandomStream* dropout,
-                               double normaliser = 0);
+  // forward, loss and backward, the logits in the cache's lent buffer.
+  LossResult loss_and_backward(const TokenInput& input, const Eigen::Ref<const IdVector>& labels, Cache& c,
+                               const RandomStream* dropout, double normaliser = 0);
+  LossResult loss_and_backward(const PackedTokenInput& input, const Eigen::Ref<const IdVector>& labels, Cache& c,
+                               const RandomStream* dropout, double normaliser = 0);
 
-  // Eval-mode argmax class per token (-1 on padding).
-  IdVector predict(const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-                   const Eigen::Ref<const BucketBlock>& buckets, Cache& workspace) const;
-  IdVector predict(const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& workspace) const;
+  // Argmax class per token (-1 on padding), through infer().
+  IdVector predict(const TokenInput& input, Cache& workspace) const;
+  IdVector predict(const PackedTokenInput& input, Cache& workspace) const;
 
   // ---- Parameters: one flat buffer ----
   // The rest of the parameter API (parameters(), parameter(name), ...) is
@@ -249,10 +278,23 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
 
   double embedding_dropout() const { return TaggerOptions::site(s_.options.embedding_dropout, s_.options.dropout); }
 
-  // Both forms of forward(), after their own checks of the buckets.
-  const Matrix& forward_checked(const char* fn, const Eigen::Ref<const IdVector>& tokens,
-                                const SequenceBuckets& sequences, Index n, Cache& c,
-                                const RandomStream* dropout) const;
+  // The checks of each input form; return n.
+  Index check_input(const char* fn, const TokenInput& input) const;
+  Index check_input(const char* fn, const PackedTokenInput& input) const;
+  // The encoder's input of the same form.
+  static SelfAttentionInput<Scalar> encoder_input(const TokenInput& in, const Eigen::Ref<const Matrix>& x) {
+    return {x, in.lengths, in.buckets};
+  }
+  static PackedSelfAttentionInput<Scalar> encoder_input(const PackedTokenInput& in,
+                                                        const Eigen::Ref<const Matrix>& x) {
+    return {x, in.packed};
+  }
+  // forward() and infer() of both forms: one sequence of steps.
+  template <class Input>
+  void run(const char* fn, const Input& input, const std::vector<int>& lengths, Cache& c, Eigen::Ref<Matrix> logits,
+           const RandomStream* dropout, bool inference) const;
+  void backward_core(const char* fn, Cache& c, const Eigen::Ref<const Matrix>& dlogits,
+                     const GradientsReady& on_ready);
 
   // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
   // names compared, a handful of times per backward: negligible).
@@ -273,73 +315,110 @@ template <class Scalar>
 SyntaxTransformerTagger<Scalar>::SyntaxTransformerTagger(const TaggerOptions& options) : s_(options) {}
 
 template <class Scalar>
-const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
-    const Eigen::Ref<const IdVector>& tokens, const std::vector<int>& lengths,
-    const Eigen::Ref<const BucketBlock>& buckets, Cache& c, const RandomStream* dropout) const {
-  const char* fn = "SyntaxTransformerTagger::forward";
-  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
-  require_model(fn);
-  const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), lengths);
+Index SyntaxTransformerTagger<Scalar>::check_input(const char* fn, const TokenInput& input) const {
+  const Index n = tokens_per_sequence(fn, "tokens", input.ids.size(), input.lengths);
   // Tree fusion stacks V views of the (batch * n, n) block (TokenBatch::views()); the layers check each view.
   const Index views = s_.options.bias.fusion.views;
-  if (s_.encoder.any_biased() && (buckets.rows() != views * tokens.size() || buckets.cols() != n))
-    throw Error(std::string(fn) + ": buckets is " + shape_text(buckets.rows(), buckets.cols()) + ", expected " +
-                shape_text(views * tokens.size(), n) +
+  const Index tokens = input.ids.size();
+  if (s_.encoder.any_biased() && (input.buckets.rows() != views * tokens || input.buckets.cols() != n))
+    throw Error(std::string(fn) + ": buckets is " + shape_text(input.buckets.rows(), input.buckets.cols()) +
+                ", expected " + shape_text(views * tokens, n) +
                 (views > 1 ? " (views * batch * n, n) for " + std::to_string(views) + " tree views"
                            : std::string(" (batch * n, n)")) +
                 " since some layers have the syntax bias");
-  return forward_checked(fn, tokens, SequenceBuckets(lengths, buckets), n, c, dropout);
+  return n;
 }
 
 template <class Scalar>
-const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward(
-    const Eigen::Ref<const IdVector>& tokens, const PackedBuckets& packed, Cache& c,
-    const RandomStream* dropout) const {
-  const char* fn = "SyntaxTransformerTagger::forward";
-  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
-  require_model(fn);
-  const Index n = tokens_per_sequence(fn, "tokens", tokens.size(), packed.lengths());
+Index SyntaxTransformerTagger<Scalar>::check_input(const char* fn, const PackedTokenInput& input) const {
+  const Index n = tokens_per_sequence(fn, "tokens", input.ids.size(), input.packed.lengths());
   for (int l = 0; l < s_.encoder.num_layers(); ++l)
     if (!s_.encoder.is_biased(l))
       throw Error(std::string(fn) + ": layer " + std::to_string(l) +
                   " has no syntax bias; packed documents need every layer biased (their windows are buckets)");
-  return forward_checked(fn, tokens, SequenceBuckets(packed), n, c, dropout);
+  return n;
 }
 
 template <class Scalar>
-const typename SyntaxTransformerTagger<Scalar>::Matrix& SyntaxTransformerTagger<Scalar>::forward_checked(
-    const char* fn, const Eigen::Ref<const IdVector>& tokens, const SequenceBuckets& sequences, Index n, Cache& c,
-    const RandomStream* dropout) const {
-  const std::vector<int>& lengths = sequences.lengths();
+void SyntaxTransformerTagger<Scalar>::forward(const TokenInput& input, Cache& c, Eigen::Ref<Matrix> logits,
+                                              const RandomStream* dropout) const {
+  c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
+  run("SyntaxTransformerTagger::forward", input, input.lengths, c, logits, dropout, false);
+  c.stamp.stamp(s_.identity);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::forward(const PackedTokenInput& input, Cache& c, Eigen::Ref<Matrix> logits,
+                                              const RandomStream* dropout) const {
+  c.stamp.clear();
+  run("SyntaxTransformerTagger::forward", input, input.packed.lengths(), c, logits, dropout, false);
+  c.stamp.stamp(s_.identity);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::infer(const TokenInput& input, Cache& workspace,
+                                            Eigen::Ref<Matrix> logits) const {
+  workspace.stamp.clear();
+  run("SyntaxTransformerTagger::infer", input, input.lengths, workspace, logits, nullptr, true);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::infer(const PackedTokenInput& input, Cache& workspace,
+                                            Eigen::Ref<Matrix> logits) const {
+  workspace.stamp.clear();
+  run("SyntaxTransformerTagger::infer", input, input.packed.lengths(), workspace, logits, nullptr, true);
+}
+
+template <class Scalar>
+template <class Input>
+void SyntaxTransformerTagger<Scalar>::run(const char* fn, const Input& input, const std::vector<int>& lengths,
+                                          Cache& c, Eigen::Ref<Matrix> logits, const RandomStream* dropout,
+                                          bool inference) const {
+  require_model(fn);
+  const Index n = check_input(fn, input);
+  const Eigen::Ref<const IdVector>& tokens = input.ids;
+  if (logits.rows() != tokens.size() || logits.cols() != s_.options.num_classes)
+    throw Error(std::string(fn) + ": logits is " + shape_text(logits.rows(), logits.cols()) + ", expected " +
+                shape_text(tokens.size(), s_.options.num_classes) + " (tokens, classes)");
   // One pass over the flat buffer (the attention layers check only their
   // own): a NaN weight anywhere is named here, before it reaches a loss.
   const bool check_finite = s_.options.attention.check_finite;
   if (check_finite) check_finite_parameters(fn, s_.root, kModelFiniteHint);
-  c.tokens = tokens;
   c.lengths = lengths;
   c.has_loss = false;
   c.dropout = dropout != nullptr;
   if (dropout) c.stream = *dropout;
   c.embedded.resize(tokens.size(), s_.options.d_model);
-  s_.embedding.forward(tokens, c.embedded);
+  if (inference)
+    s_.embedding.infer(tokens, c.embedding, c.embedded);
+  else
+    s_.embedding.forward(tokens, c.embedding, c.embedded);
   s_.positions.add_to(c.embedded, n);
   c.rows_per_sequence = std::max<Index>(1, n);
   if (dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.embedded);
   const RandomStream enc = c.stream.derive(kEncoderStream);
-  const Matrix& h = s_.encoder.forward(c.embedded, sequences, c.encoder, dropout ? &enc : nullptr);
-  c.logits.resize(tokens.size(), s_.options.num_classes);
-  s_.classifier.forward(h, c.logits);
-  if (check_finite) check_finite_logits<Scalar>(fn, c.logits, n);
-  c.stamp.stamp(s_.identity);
-  return c.logits;
+  Matrix& h = c.classifier.input;  // the classifier's cache keeps its input: the encoder writes it there
+  h.resize(tokens.size(), s_.options.d_model);
+  if (inference) {
+    s_.encoder.infer(encoder_input(input, c.embedded), c.encoder, h);
+    s_.classifier.infer(h, c.classifier, logits);
+  } else {
+    s_.encoder.forward(encoder_input(input, c.embedded), c.encoder, h, dropout ? &enc : nullptr);
+    s_.classifier.forward(h, c.classifier, logits);
+  }
+  if (check_finite) check_finite_logits<Scalar>(fn, logits, n);
 }
 
 template <class Scalar>
-LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const IdVector>& labels,
-                                                 double normaliser) const {
-  require_model("SyntaxTransformerTagger::loss");
-  c.stamp.check_filled("SyntaxTransformerTagger::loss", s_.identity);
-  const LossResult r = s_.classifier.loss(c.logits, labels, c.lengths, normaliser, &c.dlogits);
+LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const Matrix>& logits,
+                                                 const Eigen::Ref<const IdVector>& labels, double normaliser) const {
+  const char* fn = "SyntaxTransformerTagger::loss";
+  require_model(fn);
+  c.stamp.check_filled(fn, s_.identity);
+  if (logits.rows() != c.embedded.rows() || logits.cols() != s_.options.num_classes)
+    throw Error(std::string(fn) + ": logits is " + shape_text(logits.rows(), logits.cols()) + ", expected " +
+                shape_text(c.embedded.rows(), s_.options.num_classes) + " (the forward pass's)");
+  const LossResult r = s_.classifier.loss(logits, labels, c.lengths, normaliser, &c.dlogits);
   c.has_loss = true;
   return r;
 }
@@ -352,57 +431,74 @@ void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const GradientsReady& o
   require_model(fn);
   c.stamp.check(fn, s_.identity);
   if (!c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
+  backward_core(fn, c, c.dlogits, on_ready);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits,
+                                               const GradientsReady& on_ready) {
+  const char* fn = "SyntaxTransformerTagger::backward";
+  require_model(fn);
+  c.stamp.check(fn, s_.identity);
+  if (dlogits.rows() != c.embedded.rows() || dlogits.cols() != s_.options.num_classes)
+    throw Error(std::string(fn) + ": dlogits is " + shape_text(dlogits.rows(), dlogits.cols()) + ", expected " +
+                shape_text(c.embedded.rows(), s_.options.num_classes) + " (the forward pass's logits)");
+  backward_core(fn, c, dlogits, on_ready);
+}
+
+template <class Scalar>
+void SyntaxTransformerTagger<Scalar>::backward_core(const char*, Cache& c, const Eigen::Ref<const Matrix>& dlogits,
+                                                    const GradientsReady& on_ready) {
   c.stamp.mark_used();
-  s_.classifier.backward(c.encoder.outputs.back(), c.dlogits, c.dh);
+  c.dh.resize(dlogits.rows(), s_.options.d_model);
+  s_.classifier.backward(c.classifier, dlogits, c.dh);
   if (on_ready) on_ready(stage_offset("classifier."));
   std::function<void(int)> layer_done;
   if (on_ready)
     layer_done = [&](int l) {
       on_ready(stage_offset(l == s_.encoder.num_layers() ? std::string("norm.") : "layers." + std::to_string(l) + "."));
     };
+  c.dx.resize(dlogits.rows(), s_.options.d_model);
   s_.encoder.backward(c.encoder, c.dh, c.dx, layer_done);
   if (c.dropout) apply_dropout(c.stream.derive(kSiteEmbedding), embedding_dropout(), c.rows_per_sequence, c.dx);
-  s_.embedding.backward(c.tokens, c.dx);
+  s_.embedding.backward(c.embedding, c.dx);
   if (on_ready) on_ready(0);
 }
 
 template <class Scalar>
-LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<const IdVector>& tokens,
-                                                              const std::vector<int>& lengths,
-                                                              const Eigen::Ref<const BucketBlock>& buckets,
+LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const TokenInput& input,
                                                               const Eigen::Ref<const IdVector>& labels, Cache& c,
                                                               const RandomStream* dropout, double normaliser) {
-  forward(tokens, lengths, buckets, c, dropout);
-  const LossResult r = loss(c, labels, normaliser);
+  c.logits.resize(input.ids.size(), s_.options.num_classes);
+  forward(input, c, c.logits, dropout);
+  const LossResult r = loss(c, c.logits, labels, normaliser);
   backward(c);
   return r;
 }
 
 template <class Scalar>
-LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const Eigen::Ref<const IdVector>& tokens,
-                                                              const PackedBuckets& packed,
+LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const PackedTokenInput& input,
                                                               const Eigen::Ref<const IdVector>& labels, Cache& c,
                                                               const RandomStream* dropout, double normaliser) {
-  forward(tokens, packed, c, dropout);
-  const LossResult r = loss(c, labels, normaliser);
+  c.logits.resize(input.ids.size(), s_.options.num_classes);
+  forward(input, c, c.logits, dropout);
+  const LossResult r = loss(c, c.logits, labels, normaliser);
   backward(c);
   return r;
 }
 
 template <class Scalar>
-IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVector>& tokens,
-                                                  const PackedBuckets& packed, Cache& workspace) const {
-  forward(tokens, packed, workspace, nullptr);
-  return argmax_predictions<Scalar>(workspace.logits, packed.lengths());
+IdVector SyntaxTransformerTagger<Scalar>::predict(const PackedTokenInput& input, Cache& workspace) const {
+  workspace.logits.resize(input.ids.size(), s_.options.num_classes);
+  infer(input, workspace, workspace.logits);
+  return argmax_predictions<Scalar>(workspace.logits, input.packed.lengths());
 }
 
 template <class Scalar>
-IdVector SyntaxTransformerTagger<Scalar>::predict(const Eigen::Ref<const IdVector>& tokens,
-                                                  const std::vector<int>& lengths,
-                                                  const Eigen::Ref<const BucketBlock>& buckets,
-                                                  Cache& workspace) const {
-  forward(tokens, lengths, buckets, workspace, nullptr);
-  return argmax_predictions<Scalar>(workspace.logits, lengths);
+IdVector SyntaxTransformerTagger<Scalar>::predict(const TokenInput& input, Cache& workspace) const {
+  workspace.logits.resize(input.ids.size(), s_.options.num_classes);
+  infer(input, workspace, workspace.logits);
+  return argmax_predictions<Scalar>(workspace.logits, input.lengths);
 }
 
 template <class Scalar>

@@ -2,6 +2,10 @@
 // softmax cross-entropy over the counted tokens, PyTorch's
 // F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum") with
 // padding positions ignored whatever their label.
+//
+// The head follows the layer contract (docs/guide.md) through its Linear:
+// forward(h, cache, logits), infer(h, workspace, logits), backward(cache,
+// dlogits, dh); the loss is separate (loss(), cross_entropy()).
 #ifndef SYNATTN_NN_TOKEN_CLASSIFIER_HPP
 #define SYNATTN_NN_TOKEN_CLASSIFIER_HPP
 
@@ -146,15 +150,23 @@ class TokenClassifier {
   int num_classes() const noexcept { return linear_.out_features(); }
   std::int32_t ignore_label() const noexcept { return ignore_label_; }
 
-  // logits (tokens, classes) = h W^T + b.
-  void forward(const Eigen::Ref<const Matrix>& h, Eigen::Ref<Matrix> logits) const { linear_.forward(h, logits); }
+  using Cache = LinearCache<Scalar>;
+
+  // logits (tokens, classes) = h W^T + b; the cache keeps h (Linear's).
+  void forward(const Eigen::Ref<const Matrix>& h, Cache& cache, Eigen::Ref<Matrix> logits) const {
+    linear_.forward(h, cache, logits);
+  }
+  // The same logits, keeping nothing.
+  void infer(const Eigen::Ref<const Matrix>& h, Cache& workspace, Eigen::Ref<Matrix> logits) const {
+    linear_.infer(h, workspace, logits);
+  }
   LossResult loss(const Eigen::Ref<const Matrix>& logits, const Eigen::Ref<const IdVector>& labels,
                   const std::vector<int>& lengths, double normaliser, Matrix* dlogits) const {
     return cross_entropy<Scalar>(logits, labels, lengths, normaliser, dlogits, ignore_label_);
   }
-  // Adds dW, db; writes dh (tokens, d).
-  void backward(const Eigen::Ref<const Matrix>& h, const Eigen::Ref<const Matrix>& dlogits, Matrix& dh) {
-    linear_.backward(h, dlogits, &dh);
+  // Adds dW, db; writes dh (tokens, d), caller-sized.
+  void backward(Cache& cache, const Eigen::Ref<const Matrix>& dlogits, Eigen::Ref<Matrix> dh) {
+    linear_.backward(cache, dlogits, dh);
   }
 
   Linear<Scalar>& linear() noexcept { return linear_; }

@@ -17,6 +17,13 @@
 // scores are uniform and the first gradients come from the MLPs' outputs.
 // Products go through kernels::product in a fixed split (per sequence, or
 // fixed row blocks), so results are bit-identical at any thread count.
+//
+// Both follow the layer contract (docs/guide.md): forward(input, cache, out)
+// with input {dep, head} ({dep, head, m} for arcs) keeps its inputs in the
+// cache (a caller that writes them into cache.dep / cache.head pays no
+// copy; LabelBiaffine keeps them with a 1 appended), infer(input,
+// workspace, out) keeps nothing, and backward(cache, dout, {ddep, dhead})
+// writes caller-sized input gradients.
 #ifndef SYNATTN_PARSE_BIAFFINE_HPP
 #define SYNATTN_PARSE_BIAFFINE_HPP
 
@@ -43,8 +50,29 @@ inline void check_shape(const char* fn, const char* name, Index rows, Index cols
 }
 }  // namespace biaffine_detail
 
+// The arc scorer's input: dependent and head rows (B * m, d), m positions per sequence.
+template <class Scalar>
+struct ArcInput {
+  Eigen::Ref<const RowMajorMatrix<Scalar>> dep;
+  Eigen::Ref<const RowMajorMatrix<Scalar>> head;
+  Index m;
+};
+// The relation scorer's input: row t of head holds dependent t's head (T, d).
+template <class Scalar>
+struct LabelInput {
+  Eigen::Ref<const RowMajorMatrix<Scalar>> dep;
+  Eigen::Ref<const RowMajorMatrix<Scalar>> head;
+};
+// What both backward passes overwrite: dL/ddep and dL/dhead, the inputs' shapes.
+template <class Scalar>
+struct BiaffineGradients {
+  Eigen::Ref<RowMajorMatrix<Scalar>> ddep;
+  Eigen::Ref<RowMajorMatrix<Scalar>> dhead;
+};
+
 template <class Scalar>
 struct ArcBiaffineCache {
+  RowMajorMatrix<Scalar> dep, head;  // (B * m, d): the inputs (dU needs D, and dD, dH each the other)
   RowMajorMatrix<Scalar> dep_u;  // (B * m, d): D U
   Eigen::Matrix<Scalar, Eigen::Dynamic, 1> head_prior;   // (B * m): H u^T
   RowMajorMatrix<Scalar> ddep_u;
@@ -68,11 +96,78 @@ class ArcBiaffine {
 
   int dim() const noexcept { return d_; }
 
+  using Input = ArcInput<Scalar>;
+  using Gradients = BiaffineGradients<Scalar>;
+
   // dep, head (B * m, d) -> scores (B * m, m): row b * m + i holds S_b[i, :].
-  void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Index m, Cache& c,
-               Eigen::Ref<Matrix> scores) const {
-    const char* fn = "ArcBiaffine::forward";
+  // The cache keeps dep and head (no copy of one that already is cache.dep
+  // or cache.head).
+  void forward(const Input& in, Cache& c, Eigen::Ref<Matrix> scores) const {
     c.stamp.clear();
+    score("ArcBiaffine::forward", in, c, scores);
+    keep(in.dep, c.dep);
+    keep(in.head, c.head);
+    c.rows = in.dep.rows();
+    c.m = in.m;
+    c.stamp.stamp(identity_);
+  }
+  // The same scores, keeping nothing (the workspace lends D U and H u).
+  void infer(const Input& in, Cache& workspace, Eigen::Ref<Matrix> scores) const {
+    workspace.stamp.clear();
+    score("ArcBiaffine::infer", in, workspace, scores);
+  }
+
+  // dscores (B * m, m) -> ddep, dhead (B * m, d) (overwritten, caller-sized);
+  // adds dU, du.
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dscores, const Gradients& dinput) {
+    const char* fn = "ArcBiaffine::backward";
+    c.stamp.check(fn, identity_);
+    const Index m = c.m, rows = c.rows;
+    const Matrix& dep = c.dep;
+    const Matrix& head = c.head;
+    biaffine_detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), rows, m);
+    biaffine_detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), rows, d_);
+    biaffine_detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), rows, d_);
+    c.stamp.mark_used();
+    const Index B = rows / m;
+    const auto U = store_.value(weight_);
+    const auto u = store_.value(bias_);
+    c.ddep_u.resize(rows, d_);
+    auto dhead = dinput.dhead;
+    c.column_sums.resize(rows);
+    parallel_for(B, double(m) * m * d_ * 2, [&](Index b) {
+      const auto dS = dscores.middleRows(b * m, m);  // (m, m)
+      const auto Hb = head.middleRows(b * m, m);     // (m, d)
+      // d(dep_u)_b (m, d) = dS_b H_b
+      kernels::product<Scalar>(c.ddep_u.middleRows(b * m, m), dS, Hb);
+      // dH_b (m, d) = dS_b^T dep_u_b + colsum(dS_b)^T u
+      kernels::product<Scalar>(dhead.middleRows(b * m, m), dS, c.dep_u.middleRows(b * m, m), kernels::Transpose::lhs);
+      auto sums = c.column_sums.segment(b * m, m);
+      sums = dS.colwise().sum().transpose();
+      dhead.middleRows(b * m, m).noalias() += sums * u;
+    });
+    // dU (d, d) += D^T d(dep_u);  du (1, d) += colsum(dS)^T H
+    auto dU = store_.gradient(weight_);
+    kernels::product<Scalar>(dU, dep, c.ddep_u, kernels::Transpose::lhs, kernels::Accumulate::add);
+    auto du = store_.gradient(bias_);
+    du.noalias() += c.column_sums.transpose() * head;
+    // dD (B * m, d) = d(dep_u) U^T
+    auto ddep = dinput.ddep;
+    parallel_chunks(rows, double(d_) * d_, [&](Index r0, Index n) {
+      kernels::product<Scalar>(ddep.middleRows(r0, n), c.ddep_u.middleRows(r0, n), U, kernels::Transpose::rhs);
+    });
+  }
+
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  void zero_grad() { store_.zero_grad(); }
+
+ private:
+  // scores = D U H^T + 1 (H u^T)^T per sequence, D U and H u^T in c.
+  void score(const char* fn, const Input& in, Cache& c, Eigen::Ref<Matrix> scores) const {
+    const Eigen::Ref<const Matrix>& dep = in.dep;
+    const Eigen::Ref<const Matrix>& head = in.head;
+    const Index m = in.m;
     check_inputs(fn, dep, head, m);
     biaffine_detail::check_shape(fn, "scores", scores.rows(), scores.cols(), dep.rows(), m);
     const Index B = dep.rows() / m;
@@ -92,57 +187,10 @@ class ArcBiaffine {
       kernels::product<Scalar>(S, c.dep_u.middleRows(b * m, m), head.middleRows(b * m, m), kernels::Transpose::rhs);
       S.rowwise() += c.head_prior.segment(b * m, m).transpose();
     });
-    c.rows = dep.rows();
-    c.m = m;
-    c.stamp.stamp(identity_);
   }
-
-  // dscores (B * m, m) -> ddep, dhead (B * m, d) (overwritten); adds dU, du.
-  void backward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
-                const Eigen::Ref<const Matrix>& dscores, Matrix& ddep, Matrix& dhead) {
-    const char* fn = "ArcBiaffine::backward";
-    c.stamp.check(fn, identity_);
-    if (c.rows != dep.rows())
-      throw Error(std::string(fn) + ": dep has " + std::to_string(dep.rows()) + " rows, the forward pass had " +
-                  std::to_string(c.rows));
-    const Index m = c.m;
-    check_inputs(fn, dep, head, m);
-    biaffine_detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), dep.rows(), m);
-    c.stamp.mark_used();
-    const Index B = dep.rows() / m;
-    const auto U = store_.value(weight_);
-    const auto u = store_.value(bias_);
-    c.ddep_u.resize(dep.rows(), d_);
-    dhead.resize(dep.rows(), d_);
-    c.column_sums.resize(dep.rows());
-    parallel_for(B, double(m) * m * d_ * 2, [&](Index b) {
-      const auto dS = dscores.middleRows(b * m, m);  // (m, m)
-      const auto Hb = head.middleRows(b * m, m);     // (m, d)
-      // d(dep_u)_b (m, d) = dS_b H_b
-      kernels::product<Scalar>(c.ddep_u.middleRows(b * m, m), dS, Hb);
-      // dH_b (m, d) = dS_b^T dep_u_b + colsum(dS_b)^T u
-      kernels::product<Scalar>(dhead.middleRows(b * m, m), dS, c.dep_u.middleRows(b * m, m), kernels::Transpose::lhs);
-      auto sums = c.column_sums.segment(b * m, m);
-      sums = dS.colwise().sum().transpose();
-      dhead.middleRows(b * m, m).noalias() += sums * u;
-    });
-    // dU (d, d) += D^T d(dep_u);  du (1, d) += colsum(dS)^T H
-    auto dU = store_.gradient(weight_);
-    kernels::product<Scalar>(dU, dep, c.ddep_u, kernels::Transpose::lhs, kernels::Accumulate::add);
-    auto du = store_.gradient(bias_);
-    du.noalias() += c.column_sums.transpose() * head;
-    // dD (B * m, d) = d(dep_u) U^T
-    ddep.resize(dep.rows(), d_);
-    parallel_chunks(dep.rows(), double(d_) * d_, [&](Index r0, Index n) {
-      kernels::product<Scalar>(ddep.middleRows(r0, n), c.ddep_u.middleRows(r0, n), U, kernels::Transpose::rhs);
-    });
+  static void keep(const Eigen::Ref<const Matrix>& x, Matrix& kept) {
+    if (x.data() != kept.data() || x.rows() != kept.rows() || x.cols() != kept.cols()) kept = x;
   }
-
-  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
-  void zero_grad() { store_.zero_grad(); }
-
- private:
   void check_inputs(const char* fn, const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
                     Index m) const {
     if (m < 1 || dep.rows() % m != 0)
@@ -185,11 +233,13 @@ class LabelBiaffine {
   int dim() const noexcept { return d_; }
   int num_labels() const noexcept { return labels_; }
 
-  // dep, head (T, d) -> logits (T, L).
-  void forward(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
-               Eigen::Ref<Matrix> logits) const {
+  using Input = LabelInput<Scalar>;
+  using Gradients = BiaffineGradients<Scalar>;
+
+  // dep, head (T, d) -> logits (T, L); the cache keeps both with a 1 appended.
+  void forward(const Input& in, Cache& c, Eigen::Ref<Matrix> logits) const {
     c.stamp.clear();
-    const Index T = prepare("LabelBiaffine::forward", dep, head, logits, c);
+    const Index T = prepare("LabelBiaffine::forward", in.dep, in.head, logits, c);
     const auto W = store_.value(weight_);
     // projected (T, L * d1) = dep1 W
     c.projected.resize(T, Index(labels_) * (d_ + 1));
@@ -204,10 +254,10 @@ class LabelBiaffine {
   // computed for blocks of kInferRows rows at a time, so parsing holds
   // kInferRows x L(d+1) floats (3.4 MB for 51 relations at d = 64) instead
   // of T x L(d+1) (54 MB for a batch of 4,096 words).
-  void infer(const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head, Cache& c,
-             Eigen::Ref<Matrix> logits) const {
+  void infer(const Input& in, Cache& workspace, Eigen::Ref<Matrix> logits) const {
+    Cache& c = workspace;
     c.stamp.clear();  // nothing for backward
-    const Index T = prepare("LabelBiaffine::infer", dep, head, logits, c);
+    const Index T = prepare("LabelBiaffine::infer", in.dep, in.head, logits, c);
     const auto W = store_.value(weight_);
     c.projected.resize(std::min<Index>(T, kInferRows), Index(labels_) * (d_ + 1));
     for (Index r0 = 0; r0 < T; r0 += kInferRows) {
@@ -217,15 +267,17 @@ class LabelBiaffine {
     }
   }
 
-  // dlogits (T, L) -> ddep, dhead (T, d) (overwritten); adds dW.
-  void backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits, Matrix& ddep, Matrix& dhead) {
+  // dlogits (T, L) -> ddep, dhead (T, d) (overwritten, caller-sized); adds dW.
+  void backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits, const Gradients& dinput) {
     const char* fn = "LabelBiaffine::backward";
     c.stamp.check(fn, identity_);
     const Index T = c.dep1.rows(), d1 = d_ + 1;
     biaffine_detail::check_shape(fn, "dlogits", dlogits.rows(), dlogits.cols(), T, labels_);
+    biaffine_detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), T, d_);
+    biaffine_detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), T, d_);
     c.stamp.mark_used();
     c.dprojected.resize(T, Index(labels_) * d1);
-    dhead.resize(T, d_);
+    auto dhead = dinput.dhead;
     for (Index t = 0; t < T; ++t) {
       const auto P = Eigen::Map<const Matrix>(c.projected.row(t).data(), labels_, d1);  // (L, d1)
       auto dP = Eigen::Map<Matrix>(c.dprojected.row(t).data(), labels_, d1);           // (L, d1)
@@ -242,6 +294,7 @@ class LabelBiaffine {
     parallel_chunks(T, double(d1) * d1 * labels_, [&](Index r0, Index n) {
       kernels::product<Scalar>(c.ddep1.middleRows(r0, n), c.dprojected.middleRows(r0, n), W, kernels::Transpose::rhs);
     });
+    auto ddep = dinput.ddep;
     ddep = c.ddep1.leftCols(d_);
   }
 

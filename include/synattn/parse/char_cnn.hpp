@@ -15,8 +15,11 @@
 //
 // The convolution is one product over the im2col rows of every character of
 // the batch (nn::Linear, fixed row blocks: bit-identical at any thread
-// count). forward() is const and writes an explicit cache; backward() adds
-// the parameter gradients and needs only that cache.
+// count). The layer contract (docs/guide.md): forward({chars, lengths},
+// cache, out) keeps the convolution's cache (its input is the im2col rows,
+// written there directly), the window slots' char ids and the arg-max rows;
+// infer(input, workspace, out) keeps nothing; backward(cache, dout) adds the
+// parameter gradients (char ids have none).
 #ifndef SYNATTN_PARSE_CHAR_CNN_HPP
 #define SYNATTN_PARSE_CHAR_CNN_HPP
 
@@ -48,9 +51,15 @@ struct CharCnnOptions {
   int width = 3;       // odd
 };
 
+// The input: character ids of T words (T, C), and each word's length.
+struct CharInput {
+  Eigen::Ref<const CharIdMatrix> chars;
+  const std::vector<int>& lengths;
+};
+
 template <class Scalar>
 struct CharCnnCache {
-  RowMajorMatrix<Scalar> columns;        // (R, width * char_dim): im2col rows, R = sum of lengths
+  nn::LinearCache<Scalar> columns;       // the convolution's; its input: im2col rows (R, width * char_dim), R = sum of lengths
   RowMajorMatrix<Scalar> conv;           // (R, filters): z
   std::vector<std::int32_t> column_char; // (R * width): char id under each window slot, -1 outside the word
   Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
@@ -73,73 +82,18 @@ class CharCnn {
   const CharCnnOptions& options() const noexcept { return o_; }
   int output_dim() const noexcept { return o_.filters; }
 
+  using Input = CharInput;
+
   // chars (T, C), lengths (T) in [0, C] -> out (T, filters).
-  void forward(const Eigen::Ref<const CharIdMatrix>& chars, const std::vector<int>& lengths, Cache& c,
-               Eigen::Ref<Matrix> out) const {
-    const char* fn = "CharCnn::forward";
+  void forward(const Input& in, Cache& c, Eigen::Ref<Matrix> out) const {
     c.stamp.clear();
-    const Index T = chars.rows();
-    if (static_cast<Index>(lengths.size()) != T)
-      throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) +
-                  " entries, expected one per word (" + std::to_string(T) + ")");
-    if (out.rows() != T || out.cols() != o_.filters)
-      throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) +
-                  ", expected " + shape_text(T, o_.filters));
-    Index R = 0;
-    for (Index t = 0; t < T; ++t) {
-      const int len = lengths[static_cast<std::size_t>(t)];
-      if (len < 0 || len > chars.cols())
-        throw Error(std::string(fn) + ": lengths[" + std::to_string(t) + "] = " + std::to_string(len) +
-                    " is outside [0, " + std::to_string(chars.cols()) + "]");
-      for (int p = 0; p < len; ++p) {
-        const std::int32_t id = chars(t, p);
-        if (id < 1 || id >= o_.num_chars)
-          throw Error(std::string(fn) + ": chars(" + std::to_string(t) + ", " + std::to_string(p) + ") = " +
-                      std::to_string(id) + " is outside [1, " + std::to_string(o_.num_chars) + ") (0 is padding)");
-      }
-      R += len;
-    }
-    const int w = o_.width, dc = o_.char_dim, half = o_.width / 2;
-    // columns (R, w * dc): row of (t, p) holds the embeddings of chars p-half .. p+half.
-    c.columns.setZero(R, Index(w) * dc);
-    c.column_char.assign(static_cast<std::size_t>(R * w), -1);
-    const auto E = embedding_.parameter_store().value(0);
-    Index row = 0;
-    for (Index t = 0; t < T; ++t) {
-      const int len = lengths[static_cast<std::size_t>(t)];
-      for (int p = 0; p < len; ++p, ++row)
-        for (int k = 0; k < w; ++k) {
-          const int q = p + k - half;
-          if (q < 0 || q >= len) continue;
-          const std::int32_t id = chars(t, q);
-          c.column_char[static_cast<std::size_t>(row * w + k)] = id;
-          c.columns.row(row).segment(Index(k) * dc, dc) = E.row(id);
-        }
-    }
-    // conv (R, filters) = columns W^T + b
-    c.conv.resize(R, o_.filters);
-    if (R > 0) conv_.forward(c.columns, c.conv);
-    // out (T, filters) = relu(max over each word's rows)
-    c.argmax.resize(T, o_.filters);
-    row = 0;
-    for (Index t = 0; t < T; ++t) {
-      const int len = lengths[static_cast<std::size_t>(t)];
-      for (Index f = 0; f < o_.filters; ++f) {
-        Index best = -1;
-        Scalar v = 0;
-        for (int p = 0; p < len; ++p)
-          if (best < 0 || c.conv(row + p, f) > v) {
-            best = row + p;
-            v = c.conv(row + p, f);
-          }
-        const bool active = best >= 0 && v > Scalar(0);
-        out(t, f) = active ? v : Scalar(0);
-        c.argmax(t, f) = active ? static_cast<std::int32_t>(best) : -1;
-      }
-      row += len;
-    }
-    c.words = T;
+    run("CharCnn::forward", in, c, out, false);
     c.stamp.stamp(identity_);
+  }
+  // The same out, keeping nothing (the workspace lends its buffers).
+  void infer(const Input& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
+    workspace.stamp.clear();
+    run("CharCnn::infer", in, workspace, out, true);
   }
 
   // dout (T, filters) -> adds dE, dW, db.
@@ -160,7 +114,8 @@ class CharCnn {
       }
     if (R == 0) return;
     // dW += dconv^T columns, db += colsum(dconv); dcolumns (R, w * dc) = dconv W
-    conv_.backward(c.columns, c.dconv, &c.dcolumns);
+    c.dcolumns.resize(R, conv_.in_features());
+    conv_.backward(c.columns, c.dconv, c.dcolumns);
     // dE[char] += the window slots it filled, in row order (fixed order).
     auto dE = embedding_.parameter_store().gradient(0);
     const int w = o_.width, dc = o_.char_dim;
@@ -185,6 +140,78 @@ class CharCnn {
   nn::Linear<Scalar>& conv() noexcept { return conv_; }
 
  private:
+  void run(const char* fn, const Input& in, Cache& c, Eigen::Ref<Matrix> out, bool inference) const {
+    const Eigen::Ref<const CharIdMatrix>& chars = in.chars;
+    const std::vector<int>& lengths = in.lengths;
+    const Index T = chars.rows();
+    if (static_cast<Index>(lengths.size()) != T)
+      throw Error(std::string(fn) + ": lengths has " + std::to_string(lengths.size()) +
+                  " entries, expected one per word (" + std::to_string(T) + ")");
+    if (out.rows() != T || out.cols() != o_.filters)
+      throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) +
+                  ", expected " + shape_text(T, o_.filters));
+    Index R = 0;
+    for (Index t = 0; t < T; ++t) {
+      const int len = lengths[static_cast<std::size_t>(t)];
+      if (len < 0 || len > chars.cols())
+        throw Error(std::string(fn) + ": lengths[" + std::to_string(t) + "] = " + std::to_string(len) +
+                    " is outside [0, " + std::to_string(chars.cols()) + "]");
+      for (int p = 0; p < len; ++p) {
+        const std::int32_t id = chars(t, p);
+        if (id < 1 || id >= o_.num_chars)
+          throw Error(std::string(fn) + ": chars(" + std::to_string(t) + ", " + std::to_string(p) + ") = " +
+                      std::to_string(id) + " is outside [1, " + std::to_string(o_.num_chars) + ") (0 is padding)");
+      }
+      R += len;
+    }
+    const int w = o_.width, dc = o_.char_dim, half = o_.width / 2;
+    // columns (R, w * dc): row of (t, p) holds the embeddings of chars p-half .. p+half.
+    Matrix& columns = c.columns.input;  // the convolution's cache keeps its input: written there
+    columns.setZero(R, Index(w) * dc);
+    c.column_char.assign(static_cast<std::size_t>(R * w), -1);
+    const auto E = embedding_.parameter_store().value(0);
+    Index row = 0;
+    for (Index t = 0; t < T; ++t) {
+      const int len = lengths[static_cast<std::size_t>(t)];
+      for (int p = 0; p < len; ++p, ++row)
+        for (int k = 0; k < w; ++k) {
+          const int q = p + k - half;
+          if (q < 0 || q >= len) continue;
+          const std::int32_t id = chars(t, q);
+          c.column_char[static_cast<std::size_t>(row * w + k)] = id;
+          columns.row(row).segment(Index(k) * dc, dc) = E.row(id);
+        }
+    }
+    // conv (R, filters) = columns W^T + b
+    c.conv.resize(R, o_.filters);
+    if (R > 0) {
+      if (inference)
+        conv_.infer(columns, c.columns, c.conv);
+      else
+        conv_.forward(columns, c.columns, c.conv);
+    }
+    // out (T, filters) = relu(max over each word's rows)
+    c.argmax.resize(T, o_.filters);
+    row = 0;
+    for (Index t = 0; t < T; ++t) {
+      const int len = lengths[static_cast<std::size_t>(t)];
+      for (Index f = 0; f < o_.filters; ++f) {
+        Index best = -1;
+        Scalar v = 0;
+        for (int p = 0; p < len; ++p)
+          if (best < 0 || c.conv(row + p, f) > v) {
+            best = row + p;
+            v = c.conv(row + p, f);
+          }
+        const bool active = best >= 0 && v > Scalar(0);
+        out(t, f) = active ? v : Scalar(0);
+        c.argmax(t, f) = active ? static_cast<std::int32_t>(best) : -1;
+      }
+      row += len;
+    }
+    c.words = T;
+  }
+
   static const CharCnnOptions& checked(const CharCnnOptions& o) {
     if (o.num_chars < 2 || o.char_dim < 1 || o.filters < 1 || o.width < 1 || o.width % 2 == 0)
       throw Error("CharCnn: need num_chars >= 2, char_dim >= 1, filters >= 1 and an odd width >= 1; got num_chars " +

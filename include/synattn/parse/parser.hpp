@@ -26,6 +26,15 @@
 // parameter_infos()), as in nn::SyntaxTransformerTagger, so the optimisers
 // and checkpoints apply unchanged. forward() is const and writes an explicit
 // cache; one model can serve several threads, each with its own cache.
+//
+// The layer contract (docs/guide.md), with the batch as the input:
+// forward(batch, cache, dropout) keeps its parts' caches (each keeps what
+// its backward needs) and leaves the model's outputs, the arc scores and
+// tag logits, in the cache, where loss() reads them (the relations are
+// scored at the heads loss() or parse() chooses, so the output is not one
+// matrix); infer(batch, workspace) gives the same scores bit for bit and
+// keeps nothing for backward (every part's infer(): no attention
+// probabilities, no copies of inputs); parse() runs infer().
 #ifndef SYNATTN_PARSE_PARSER_HPP
 #define SYNATTN_PARSE_PARSER_HPP
 
@@ -172,15 +181,20 @@ template <class Scalar>
 struct ParserCache {
   using Matrix = RowMajorMatrix<Scalar>;
   static constexpr int kMlps = 4;  // arc-dep, arc-head, label-dep, label-head
-  // Forward
-  Index m = 0;
+  // Forward: the parts' caches, each keeping what its backward needs.
+  Index m = 0, rows = 0;
   std::vector<int> lengths;
-  nn::IdVector words;
-  Matrix word_rows, char_rows, input, projected;  // (R, word_dim), (R, filters), (R, input_dim), (R, d)
+  nn::EmbeddingCache words;                       // the word ids
+  Matrix word_rows, char_rows;                    // (R, word_dim), (R, filters)
   CharCnnCache<Scalar> chars;
+  nn::LinearCache<Scalar> projection;             // its input (R, input_dim): [words; chars], after dropout
+  Matrix projected;                               // (R, d): the encoder's input
   nn::EncoderCache<Scalar> encoder;
-  Matrix mlp_pre[kMlps], mlp_out[kMlps];          // (R, arc_dim | label_dim)
-  ArcBiaffineCache<Scalar> arc;
+  nn::LinearCache<Scalar> mlp[kMlps];             // each keeps the encoder output h (R, d)
+  nn::LinearCache<Scalar> upos;                   // keeps h too (with a tagging head)
+  Matrix mlp_pre[kMlps];                          // (R, arc_dim | label_dim), before the LeakyReLU
+  Matrix label_mlp_out[2];                        // (R, label_dim): label-dep, label-head MLP outputs
+  ArcBiaffineCache<Scalar> arc;                   // keeps the arc-dep and arc-head MLP outputs (written there)
   Matrix scores;                                  // (R, m): S, padding and self masked
   Matrix upos_logits;                             // (R, num_upos)
   // Labels at the heads loss() or parse() chose
@@ -194,6 +208,13 @@ struct ParserCache {
   bool dropout = false;
   RandomStream stream;
   CacheStamp stamp;  // which parser filled it (util/layer_identity.hpp)
+
+  // MLP k's output (after LeakyReLU and dropout): the arc scorer's inputs
+  // live in its cache, the label MLPs' here.
+  Matrix& mlp_out(int k) noexcept { return k == 0 ? arc.dep : k == 1 ? arc.head : label_mlp_out[k - 2]; }
+  const Matrix& mlp_out(int k) const noexcept {
+    return k == 0 ? arc.dep : k == 1 ? arc.head : label_mlp_out[k - 2];
+  }
 };
 
 // Per-thread buffers of parse(): after the first batches, decoding a
@@ -223,7 +244,12 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
 
   // Encoder, MLPs, arc scores and tag logits of `batch` into the cache.
   // `dropout` null: evaluation (no dropout).
-  void forward(const ParserBatch& batch, Cache& c, const RandomStream* dropout) const;
+  void forward(const ParserBatch& batch, Cache& c, const RandomStream* dropout = nullptr) const;
+  // The same arc scores and tag logits as forward() without dropout, bit
+  // for bit, into the workspace, keeping nothing for backward (which
+  // refuses the workspace): less memory and time (no attention
+  // probabilities are stored).
+  void infer(const ParserBatch& batch, Cache& workspace) const;
 
   // The training loss of the cached forward pass against the batch's gold
   // heads, relations and tags; keeps what backward() needs. normaliser <= 0:
@@ -235,9 +261,10 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
 
   ParserLoss loss_and_backward(const ParserBatch& batch, Cache& c, const RandomStream* dropout, double normaliser = 0);
 
-  // Parses the batch: the best single-rooted tree per sentence, then the
-  // relations at its heads (and tags, with a tagging head). `ws` holds the
-  // decoders' per-thread buffers (grown here, reused across calls).
+  // Parses the batch (through infer(), `c` its workspace): the best
+  // single-rooted tree per sentence, then the relations at its heads (and
+  // tags, with a tagging head). `ws` holds the decoders' per-thread
+  // buffers (grown here, reused across calls).
   void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const;
 
   // ---- Parameters: one flat buffer ----
@@ -303,7 +330,9 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
   // A moved-from parser holds no layers: using it is refused by name (nn::BoundModel).
   void require_model(const char* fn) const { s_.require(fn); }
 
-  void check_batch(const ParserBatch& batch) const;
+  void check_batch(const char* fn, const ParserBatch& batch) const;
+  // forward() and infer(): one sequence of steps.
+  void run(const char* fn, const ParserBatch& batch, Cache& c, const RandomStream* dropout, bool inference) const;
 
   // label_logits (T, L) for the pairs in label_dep_rows / label_head_rows;
   // for_backward false: parsing (LabelBiaffine::infer, less memory).
@@ -322,51 +351,88 @@ BiaffineParser<Scalar>::BiaffineParser(const ParserOptions& options) : s_(option
 template <class Scalar>
 void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scalar>& c,
                                      const RandomStream* dropout) const {
-  const char* fn = "BiaffineParser::forward";
   c.stamp.clear();  // first: a cache whose forward pass throws belongs to nobody
+  run("BiaffineParser::forward", batch, c, dropout, false);
+  c.stamp.stamp(s_.identity);
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::infer(const ParserBatch& batch, ParserCache<Scalar>& workspace) const {
+  workspace.stamp.clear();
+  run("BiaffineParser::infer", batch, workspace, nullptr, true);
+}
+
+template <class Scalar>
+void BiaffineParser<Scalar>::run(const char* fn, const ParserBatch& batch, ParserCache<Scalar>& c,
+                                 const RandomStream* dropout, bool inference) const {
   require_model(fn);
   const ParserOptions& o = s_.options;
   const Index m = batch.m, R = batch.words.size();
-  check_batch(batch);
+  check_batch(fn, batch);
   // One pass over the flat buffer: a NaN weight anywhere is named here,
   // before it reaches a loss or a gradient.
   check_finite_parameters(fn, s_.root, "");
   c.m = m;
+  c.rows = R;
   c.lengths = batch.lengths;
-  c.words = batch.words;
   c.has_loss = false;
   c.dropout = dropout != nullptr;
   if (dropout) c.stream = *dropout;
-  // input (R, word_dim [+ filters]) = [E_w[word]; charcnn(chars)]
+  // input (R, word_dim [+ filters]) = [E_w[word]; charcnn(chars)], written
+  // where the projection's cache keeps its input
+  Matrix& input = c.projection.input;
   c.word_rows.resize(R, o.word_dim);
-  s_.words.forward(batch.words, c.word_rows);
-  c.input.resize(R, o.input_dim());
-  c.input.leftCols(o.word_dim) = c.word_rows;
+  if (inference)
+    s_.words.infer(batch.words, c.words, c.word_rows);
+  else
+    s_.words.forward(batch.words, c.words, c.word_rows);
+  input.resize(R, o.input_dim());
+  input.leftCols(o.word_dim) = c.word_rows;
   if (o.use_chars) {
     c.char_rows.resize(R, o.char_filters);
-    s_.chars.front().forward(batch.chars, batch.char_lengths, c.chars, c.char_rows);
-    c.input.rightCols(o.char_filters) = c.char_rows;
+    if (inference)
+      s_.chars.front().infer({batch.chars, batch.char_lengths}, c.chars, c.char_rows);
+    else
+      s_.chars.front().forward({batch.chars, batch.char_lengths}, c.chars, c.char_rows);
+    input.rightCols(o.char_filters) = c.char_rows;
   }
-  if (dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.input);
+  if (dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, input);
   // projected (R, d) = input W^T + b (+ PE)
   c.projected.resize(R, o.d_model);
-  s_.projection.forward(c.input, c.projected);
+  if (inference)
+    s_.projection.infer(input, c.projection, c.projected);
+  else
+    s_.projection.forward(input, c.projection, c.projected);
   if (o.absolute_positions) s_.positions.add_to(c.projected, m);
+  // h (R, d): the encoder's output, written where the first MLP's cache keeps its input
+  Matrix& h = c.mlp[0].input;
+  h.resize(R, o.d_model);
+  const SelfAttentionInput<Scalar> encoder_input{c.projected, batch.lengths, batch.buckets};
   const RandomStream enc = c.stream.derive(kSiteEncoder);
-  const Matrix& h = s_.encoder.forward(c.projected, batch.lengths, batch.buckets, c.encoder, dropout ? &enc : nullptr);
+  if (inference)
+    s_.encoder.infer(encoder_input, c.encoder, h);
+  else
+    s_.encoder.forward(encoder_input, c.encoder, h, dropout ? &enc : nullptr);
   // mlp_out[k] (R, dim_k) = dropout(leaky_relu(h W_k^T + b_k))
   for (int k = 0; k < Cache::kMlps; ++k) {
     const nn::Linear<Scalar>& lin = s_.mlps[static_cast<std::size_t>(k)];
     c.mlp_pre[k].resize(R, lin.out_features());
-    lin.forward(h, c.mlp_pre[k]);
+    if (inference)
+      lin.infer(h, c.mlp[k], c.mlp_pre[k]);
+    else
+      lin.forward(h, c.mlp[k], c.mlp_pre[k]);
     const Scalar slope = static_cast<Scalar>(o.leaky_slope);
-    c.mlp_out[k] = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
+    Matrix& out = c.mlp_out(k);
+    out = c.mlp_pre[k].unaryExpr([slope](Scalar v) { return v > Scalar(0) ? v : slope * v; });
     if (dropout)
-      nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, c.mlp_out[k]);
+      nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, out);
   }
   // scores (R, m): S_b[i, j], heads j outside [0, n_b] and j == i masked
   c.scores.resize(R, m);
-  s_.arc.forward(c.mlp_out[0], c.mlp_out[1], m, c.arc, c.scores);
+  if (inference)
+    s_.arc.infer({c.arc.dep, c.arc.head, m}, c.arc, c.scores);
+  else
+    s_.arc.forward({c.arc.dep, c.arc.head, m}, c.arc, c.scores);
   const Scalar neg_inf = -std::numeric_limits<Scalar>::infinity();
   for (Index r = 0; r < R; ++r) {
     const Index b = r / m, i = r % m;
@@ -376,9 +442,11 @@ void BiaffineParser<Scalar>::forward(const ParserBatch& batch, ParserCache<Scala
   }
   if (o.num_upos > 0) {
     c.upos_logits.resize(R, o.num_upos);
-    s_.upos.front().forward(h, c.upos_logits);
+    if (inference)
+      s_.upos.front().infer(h, c.upos, c.upos_logits);
+    else
+      s_.upos.front().forward(h, c.upos, c.upos_logits);
   }
-  c.stamp.stamp(s_.identity);
 }
 
 template <class Scalar>
@@ -437,10 +505,12 @@ void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
   if (!c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
   c.stamp.mark_used();
   const ParserOptions& o = s_.options;
-  const Index R = c.words.size(), m = c.m;
-  const Matrix& h = c.encoder.outputs.back();
+  const Index R = c.rows, m = c.m;
+  const Index T = static_cast<Index>(c.label_dep_rows.size());
   // Relations: dlabel_dep, dlabel_head (T, label_dim) -> scattered to their rows.
-  s_.label.backward(c.label, c.dlabel_logits, c.dlabel_dep, c.dlabel_head);
+  c.dlabel_dep.resize(T, o.label_dim);
+  c.dlabel_head.resize(T, o.label_dim);
+  s_.label.backward(c.label, c.dlabel_logits, {c.dlabel_dep, c.dlabel_head});
   c.dmlp[2].setZero(R, o.label_dim);
   c.dmlp[3].setZero(R, o.label_dim);
   for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {  // in order: a head's sum is fixed
@@ -448,24 +518,29 @@ void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
     c.dmlp[3].row(c.label_head_rows[t]) += c.dlabel_head.row(static_cast<Index>(t));
   }
   // Arcs: dS (R, m) -> d(arc-dep), d(arc-head) (R, arc_dim).
-  s_.arc.backward(c.mlp_out[0], c.mlp_out[1], c.arc, c.dscores, c.dmlp[0], c.dmlp[1]);
+  c.dmlp[0].resize(R, o.arc_dim);
+  c.dmlp[1].resize(R, o.arc_dim);
+  s_.arc.backward(c.arc, c.dscores, {c.dmlp[0], c.dmlp[1]});
   // MLPs: through dropout and the LeakyReLU, then dh (R, d) += dpre W_k.
   c.dh.setZero(R, o.d_model);
+  c.dpart.resize(R, o.d_model);
   const Scalar slope = static_cast<Scalar>(o.leaky_slope);
   for (int k = 0; k < Cache::kMlps; ++k) {
     Matrix& d = c.dmlp[k];
     if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteMlp + static_cast<std::uint64_t>(k)), o.mlp_dropout, m, d);
     d = d.binaryExpr(c.mlp_pre[k], [slope](Scalar g, Scalar v) { return v > Scalar(0) ? g : slope * g; });
-    s_.mlps[static_cast<std::size_t>(k)].backward(h, d, &c.dpart);
+    s_.mlps[static_cast<std::size_t>(k)].backward(c.mlp[k], d, c.dpart);
     c.dh += c.dpart;
   }
   if (o.num_upos > 0 && c.dupos_logits.rows() == R) {
-    s_.upos.front().backward(h, c.dupos_logits, &c.dpart);
+    s_.upos.front().backward(c.upos, c.dupos_logits, c.dpart);
     c.dh += c.dpart;
   }
   // Encoder: dh -> dprojected (R, d); projection: -> dinput (R, input_dim).
+  c.dprojected.resize(R, o.d_model);
   s_.encoder.backward(c.encoder, c.dh, c.dprojected);
-  s_.projection.backward(c.input, c.dprojected, &c.dinput);
+  c.dinput.resize(R, o.input_dim());
+  s_.projection.backward(c.projection, c.dprojected, c.dinput);
   if (c.dropout) nn::apply_dropout(c.stream.derive(kSiteInput), o.embedding_dropout, m, c.dinput);
   c.dword_rows = c.dinput.leftCols(o.word_dim);
   s_.words.backward(c.words, c.dword_rows);
@@ -487,7 +562,7 @@ ParserLoss BiaffineParser<Scalar>::loss_and_backward(const ParserBatch& batch, P
 template <class Scalar>
 void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>& c, ParseWorkspace& ws,
                                    ParsedBatch& out) const {
-  forward(batch, c, nullptr);
+  infer(batch, c);
   const Index m = batch.m, R = batch.words.size();
   const Index B = static_cast<Index>(batch.lengths.size());
   out.heads.setConstant(R, -1);
@@ -544,8 +619,7 @@ void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>
 }
 
 template <class Scalar>
-void BiaffineParser<Scalar>::check_batch(const ParserBatch& batch) const {
-  const char* fn = "BiaffineParser::forward";
+void BiaffineParser<Scalar>::check_batch(const char* fn, const ParserBatch& batch) const {
   const Index m = batch.m, R = batch.words.size();
   const Index B = static_cast<Index>(batch.lengths.size());
   if (B < 1 || m < 1 || R != B * m)
@@ -576,14 +650,14 @@ void BiaffineParser<Scalar>::label_forward(ParserCache<Scalar>& c, bool for_back
   c.label_dep.resize(T, dl);
   c.label_head.resize(T, dl);
   for (Index t = 0; t < T; ++t) {
-    c.label_dep.row(t) = c.mlp_out[2].row(c.label_dep_rows[static_cast<std::size_t>(t)]);
-    c.label_head.row(t) = c.mlp_out[3].row(c.label_head_rows[static_cast<std::size_t>(t)]);
+    c.label_dep.row(t) = c.mlp_out(2).row(c.label_dep_rows[static_cast<std::size_t>(t)]);
+    c.label_head.row(t) = c.mlp_out(3).row(c.label_head_rows[static_cast<std::size_t>(t)]);
   }
   c.label_logits.resize(T, s_.options.num_labels);
   if (for_backward)
-    s_.label.forward(c.label_dep, c.label_head, c.label, c.label_logits);
+    s_.label.forward({c.label_dep, c.label_head}, c.label, c.label_logits);
   else
-    s_.label.infer(c.label_dep, c.label_head, c.label, c.label_logits);
+    s_.label.infer({c.label_dep, c.label_head}, c.label, c.label_logits);
 }
 
 #if defined(SYNATTN_COMPILED)
