@@ -1,7 +1,7 @@
 # Cross-compiling synattn for AArch64 (Linux) with Debian's g++-aarch64-linux-gnu,
 # the test programs run through qemu-user (CMAKE_CROSSCOMPILING_EMULATOR, so
 # ctest and Catch2's test discovery run them too). The row kernels use their
-# NEON primitives there (kernels/attention_rows_neon.hpp):
+# NEON primitives there (kernels/packet_neon.hpp):
 #
 #   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
 #     -DCMAKE_TOOLCHAIN_FILE=tools/toolchains/aarch64-linux-gnu.cmake \
