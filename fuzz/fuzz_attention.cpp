@@ -1,5 +1,5 @@
-// libFuzzer target for SyntaxBiasedAttention: a differential fuzzer (issue
-// 10 §3). Run from the checkout root:
+// libFuzzer target for SyntaxBiasedAttention: a differential fuzzer (the
+// layer against the naive reference of docs/math.md §4). Run from the checkout root:
 //   cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_attention &&
 //   tools/make_attention_seeds.sh build/fuzz/attention-seeds &&
 //   build/fuzz/fuzz/fuzz_attention -max_total_time=60 build/fuzz/attention-seeds

@@ -8,9 +8,10 @@
 // (synattn::Error, RuntimeError, ParseError); a std::bad_alloc, another
 // exception, a sanitizer report or a hang is a finding: the options of a
 // model file are checked against its tensors before anything is built
-// (issue 44 §3), so what loading allocates is bounded by the input's size.
-// A model that loads parses a short sentence into a valid tree, or refuses
-// (non-finite scores: issue 44 §4) with synattn::Error.
+// (layers, d_ff, label_dim, max_length against the tensors' shapes), so what
+// loading allocates is bounded by the input's size. A model that loads parses
+// a short sentence into a valid tree, or refuses with synattn::Error when its
+// weights make a score non-finite (huge label weights overflow float).
 //
 // The seeds are written by this program (SYNATTN_FUZZ_WRITE_SEEDS=DIR): a
 // tiny model, with and without characters and tagger, in F32 and F16, and

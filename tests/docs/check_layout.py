@@ -2,17 +2,23 @@
 """CONTRIBUTING.md's layout map names every header of include/synattn/ and
 every source of src/, each under its own folder.
 
-  python3 tests/docs/check_layout.py <checkout>
-
 The map is the first ``` block of CONTRIBUTING.md's "Layout" section: one
 entry per folder ("  nn/   linear, embedding, ..."; continuation lines are
 indented further). A file is named when its stem is a word of its folder's
 entry, or is such a word followed by a suffix the entry also names ("gemm
 (+ _avx2)" names gemm_avx2.hpp; "attention_rows (+ _algorithm.inc)" names
 attention_rows_algorithm.inc). include/synattn/*.hpp belong to the first
-entry (include/synattn/). Exits 1 naming every file the map misses and
-every folder it lacks, and every header an entry names that lives in
-another folder.
+entry (include/synattn/). The reverse holds too: a header an entry of
+include/synattn/ names (each comma-separated name, glosses in parentheses
+aside) exists in that folder, and a file any entry names with its extension
+("compiled.cpp", "toolchains/aarch64-linux-gnu.cmake") exists under that
+entry's folder, so a deleted file cannot stay on the map. Exits 1 naming
+every file the map misses, every folder it lacks, every header an entry
+names that lives in another folder and every named file that does not exist.
+
+  python3 tests/docs/check_layout.py <checkout> [<CONTRIBUTING.md>]
+
+checks another copy of the map against the checkout (an older one, say).
 """
 import os
 import re
@@ -46,7 +52,8 @@ def named(stem, entry):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
-    with open(os.path.join(root, "CONTRIBUTING.md"), encoding="utf-8") as f:
+    contributing = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "CONTRIBUTING.md")
+    with open(contributing, encoding="utf-8") as f:
         entries = layout_entries(f.read())
     problems = []
     base = os.path.join(root, "include", "synattn")
@@ -84,6 +91,39 @@ def main():
             homes = where.get(word)
             if homes and key not in homes:
                 problems.append(f"{key}: names {word}, which is in {', '.join(sorted(homes))}, not here")
+    # Every header an include/ entry names exists there: the entry's names are
+    # its comma- or slash-separated items once glosses and lead-ins are gone
+    # ("forward_pass / backward_pass", "gemm (+ gemm_support)" -> gemm).
+    for key, entry in entries.items():
+        folder = base if key == "include/synattn/" else os.path.join(base, key)
+        if key.startswith(("tests/", "src/")) or not os.path.isdir(folder):
+            continue
+        present = {n.rsplit(".", 1)[0] for n in os.listdir(folder) if n.endswith((".hpp", ".inc"))}
+        present |= {n for n in os.listdir(folder) if n.endswith((".hpp", ".inc"))}
+        bare = entry
+        while re.search(r"\([^()]*\)", bare):
+            bare = re.sub(r"\([^()]*\)", " ", bare)
+        for item in re.split(r"[,/]", bare):
+            item = item.split(":")[-1].strip()
+            # "packet (+ _avx2, ...)" names a family of headers, packet_*.hpp.
+            family = any(h.startswith(item + "_") for h in present)
+            if re.fullmatch(r"[A-Za-z0-9_.]+", item) and item not in present and not family:
+                problems.append(f"{key}: names {item}, which is not a header in {key}")
+    # Every file named with its extension exists under its entry's folder.
+    tops = {}
+    for key, entry in entries.items():
+        folder = os.path.join(root, key)
+        if not os.path.isdir(folder):
+            continue
+        for name in set(re.findall(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:hpp|cpp|inc|py|sh|cmake|safetensors|toml|md)\b", entry)):
+            if os.path.exists(os.path.join(folder, name)):
+                continue
+            if "/" not in name:
+                if folder not in tops:
+                    tops[folder] = {f for _, _, fs in os.walk(folder) for f in fs}
+                if name in tops[folder]:
+                    continue
+            problems.append(f"{key}: names {name}, which does not exist under {key}")
     src = os.path.join(root, "src")
     for name in sorted(os.listdir(src)) if os.path.isdir(src) else []:
         if name.endswith(".cpp") and name not in entries.get("src/", ""):
