@@ -27,6 +27,9 @@
 //   train_deprel --tree-noise 0.1 ...            (trees a parser drew, or corrupted: trees.hpp)
 //   train_deprel --pack-documents --sentence-window 1 --variants shared --train-size 2000
 //                                                (whole documents, each chunk one packed sequence)
+//   train_deprel --variants shared --save-best teacher.safetensors ...
+//   train_deprel --variants none --distill-from teacher.safetensors [--transfer-size 2000 ...]
+//                                                (distillation: distill.hpp)
 //
 // Under mpirun every rank reads the same files and builds the same model;
 // rank 0's parameters are broadcast and the ranks' fingerprints (run, data
@@ -68,6 +71,7 @@
 #include <vector>
 
 #include "train_deprel/cli.hpp"
+#include "train_deprel/distill.hpp"
 #include "train_deprel/preflight.hpp"
 #include "train_deprel/progress.hpp"
 #include "train_deprel/report.hpp"
@@ -172,6 +176,12 @@ double evaluate_packed(const Model& model, const synattn::EncodedCorpus& corpus,
   return counted > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
 }
 
+double total_words(const std::vector<int>& lengths) {
+  double words = 0;
+  for (int n : lengths) words += n;
+  return words;
+}
+
 // Accuracy (percent) of the model on every sentence of `corpus`, dropout off.
 // A team evaluates in shards (batch k on rank k mod P) and sums the counts:
 // the same batches and the same counts as one process.
@@ -272,6 +282,13 @@ struct RunData {
   synattn::EncodedCorpus train, dev;
   std::vector<int> train_lengths, dev_lengths;
   std::optional<Packing> packing;  // --pack-documents
+  // Distillation (--distill-from): `train` holds the subset's sentences,
+  // then the transfer sentences (labels hidden); the first `labelled` have
+  // gold labels. The teacher's targets for all of them.
+  std::size_t labelled = 0;
+  std::size_t transfer_sentences = 0;
+  std::optional<train_deprel::SoftTargets> targets;
+  train_deprel::RunResult teacher;  // what the result records of the teacher
 };
 
 // The training subset's corpus indices: whole documents (--pack-documents,
@@ -304,6 +321,48 @@ Packing make_packing(const std::vector<std::size_t>& subset_index, const Corpora
   return p;
 }
 
+// --distill-from: the teacher checked against this run and loaded, then
+// run once over the subset (the trees this run trains on) and the transfer
+// sentences (--transfer-trees', else the same); also scored on dev (this
+// run's dev trees) and timed, for the result. Needs d's subset and vocabulary.
+train_deprel::SoftTargets teacher_targets(const train_deprel::RunSpec& run, const Corpora& data, RunData& d,
+                                          const std::vector<std::size_t>& transfer,
+                                          const train_deprel::Config& config) {
+  const std::string& path = config.distill_from;
+  const synattn::SafetensorsFile file = synattn::load_safetensors(path);
+  const train_deprel::TeacherInfo info = train_deprel::read_teacher_info(path, file);
+  train_deprel::check_teacher_fits(info, run.train_size, config.data_seed, d.vocab.size(), data.labels.size());
+  const train_deprel::Variant variant = train_deprel::variant_by_name(info.variant);
+  Model teacher(model_options(variant, d.vocab.size(), data.labels.size(), info.seed, 1));
+  synattn::load_checkpoint<float>(file, path, teacher.parameter_store(), nullptr);
+
+  std::vector<synattn::TaggedSentence> read;  // what the teacher reads: the run's trees on the subset
+  for (std::size_t i : d.subset_index) read.push_back(data.train[i]);
+  std::vector<synattn::TaggedSentence> transferred;
+  for (std::size_t i : transfer) transferred.push_back(train_deprel::without_labels(data.train[i]));
+  if (!config.transfer_trees_path.empty() && !transferred.empty())
+    synattn::replace_trees(transferred, synattn::read_conllu(config.transfer_trees_path), config.train_path,
+                           config.transfer_trees_path);
+  read.insert(read.end(), transferred.begin(), transferred.end());
+  const synattn::Bucketing* bucketing = variant.bucketing ? &*variant.bucketing : nullptr;
+  const train_deprel::SoftTargets targets = train_deprel::teacher_soft_targets(
+      teacher, synattn::EncodedCorpus(read, d.vocab, data.labels, bucketing), config.distill_temperature);
+
+  // The teacher on dev, as its own run scored it (this run's dev trees).
+  const synattn::EncodedCorpus dev(data.dev, d.vocab, data.labels, bucketing);
+  const std::vector<int> dev_lengths = dev.lengths();
+  synattn::TokenBatch batch;
+  Model::Cache cache;
+  const auto t0 = Clock::now();
+  train_deprel::RunResult& t = d.teacher;
+  t.best_dev_accuracy = evaluate(teacher, dev, dev_lengths, batch, cache, train_deprel::Team());
+  t.dev_tokens_per_second = total_words(dev_lengths) / seconds_since(t0);
+  t.variant = info.variant;
+  t.trees = info.trees;
+  t.seed = info.seed;
+  return targets;
+}
+
 RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, const train_deprel::Config& config) {
   RunData d;
   d.subset_index = training_subset(run, data, config);
@@ -318,11 +377,20 @@ RunData prepare_run_data(const train_deprel::RunSpec& run, const Corpora& data, 
     throw synattn::Error(config.train_path + ": none of the " + std::to_string(run.train_size) +
                          " sentences drawn has at most " + std::to_string(kMaxWords) + " words");
   d.subset_size = subset.size();
+  d.labelled = subset.size();
   d.vocab = synattn::Vocabulary::build(subset, nullptr);
   const synattn::Bucketing* bucketing = run.variant.bucketing ? &*run.variant.bucketing : nullptr;
-  d.train = synattn::EncodedCorpus(subset, d.vocab, data.labels, bucketing);
+  std::vector<synattn::TaggedSentence> trained = subset;  // the subset, then the transfer sentences
+  if (!config.distill_from.empty()) {
+    const std::vector<std::size_t> transfer =
+        train_deprel::transfer_subset(data.train, d.subset_index, config.transfer_size, kMaxWords, config.data_seed);
+    d.transfer_sentences = transfer.size();
+    for (std::size_t i : transfer) trained.push_back(train_deprel::without_labels(train[i]));
+    d.targets = teacher_targets(run, data, d, transfer, config);
+  }
+  d.train = synattn::EncodedCorpus(trained, d.vocab, data.labels, bucketing);
   d.dev = synattn::EncodedCorpus(dev, d.vocab, data.labels, bucketing);
-  d.train_lengths = synattn::sentence_lengths(subset);
+  d.train_lengths = synattn::sentence_lengths(trained);
   d.dev_lengths = synattn::sentence_lengths(dev);
   if (config.pack_documents) d.packing = make_packing(d.subset_index, data, d, config);
   if (config.train_tree_noise > 0) d.subset = std::move(subset);
@@ -460,7 +528,34 @@ struct Trainer {
   long step = 0;
   double step_seconds = 0;  // in training steps only (not batching, not evaluation)
   long long trained_tokens = 0;
+  Eigen::VectorXf best_parameters;  // --save-best: the best epoch's
+  double distill_weight = 0.5, distill_temperature = 2.0;  // --distill-weight, --distill-temperature
+  // Distillation: the batch's logits, their gradient, targets and weights.
+  Model::Matrix logits, dlogits, targets;
+  synattn::nn::DistillationWeights weights;
 };
+
+// A student's gradients (--distill-from; one process): the distillation
+// loss of the batch against the teacher's targets (distill.hpp), its
+// labelled words also against their gold labels. Returns the loss and sets
+// `tokens` to the words it counted.
+double distillation_step(Trainer& t, const std::vector<std::size_t>& indices, const RunData& d,
+                         const synattn::RandomStream& dropout, long long& tokens) {
+  const synattn::TokenBatch& b = t.batch;
+  const Eigen::Map<const IdVector> ids(b.ids.data(), b.ids.size());
+  const Eigen::Map<const IdVector> labels(b.labels.data(), b.labels.size());
+  train_deprel::batch_targets(*d.targets, indices, b.lengths, b.n(), d.labelled, t.distill_weight, t.targets,
+                              t.weights);
+  t.logits.resize(b.ids.size(), t.model.options().num_classes);
+  t.model.zero_grad();
+  t.model.forward({ids, b.lengths, b.buckets}, t.cache, t.logits, &dropout);
+  const synattn::nn::LossResult r = synattn::nn::distillation_loss<float>(
+      t.logits, labels, t.targets, t.weights, b.lengths, t.distill_temperature, 0, &t.dlogits);
+  // (Eigen::Ref: a matrix is callable with an index, so std::function would take it too.)
+  t.model.backward(t.cache, Eigen::Ref<const Model::Matrix>(t.dlogits));
+  tokens = static_cast<long long>(r.count);
+  return r.loss;
+}
 
 // One optimiser step on global batch `global`; returns its loss.
 double train_step(Trainer& t, const std::vector<std::size_t>& global, const RunData& d,
@@ -472,7 +567,8 @@ double train_step(Trainer& t, const std::vector<std::size_t>& global, const RunD
   const synattn::RandomStream dropout =
       t.dropout_root.derive(static_cast<std::uint64_t>(t.step)).sequences_from(team.share_begin(global.size()));
   long long tokens = 0;
-  const double loss = t.gradients.compute(t.model, t.batch, t.cache, dropout, team, tokens);
+  const double loss = d.targets ? distillation_step(t, global, d, dropout, tokens)
+                                : t.gradients.compute(t.model, t.batch, t.cache, dropout, team, tokens);
   t.adam.set_lr(kLearningRate * synattn::warmup_constant(t.step + 1, kWarmupSteps));
   t.adam.step(t.model.parameter_store());
   t.step_seconds += seconds_since(s0);
@@ -552,6 +648,20 @@ void save_run_checkpoint(Trainer& t, const train_deprel::RunResult& result, cons
                                    {"processes", std::to_string(ctx.team->size())}});
 }
 
+// --save-best: the best epoch's parameters and what model they belong to,
+// a teacher for --distill-from (distill.hpp); rank 0 only.
+void save_best_model(const Trainer& t, const train_deprel::RunResult& result, const RunData& d, int labels,
+                     const RunContext& ctx) {
+  const train_deprel::Config& config = *ctx.config;
+  if (config.best_model_path.empty() || !ctx.team->root()) return;
+  const auto& store = t.model.parameter_store();
+  synattn::save_checkpoint<float>(
+      checkpoint_path(config.best_model_path, result, ctx.several_runs), store.infos(), t.best_parameters, nullptr,
+      0,
+      train_deprel::teacher_metadata(result.variant, result.train_size, config.data_seed, d.vocab.size(), labels,
+                                     result.seed, result.trees, result.best_dev_accuracy, result.best_epoch));
+}
+
 // The run's trees: their sources, noise settings and UAS against gold (the
 // training subset's here; under --train-tree-noise the mean over epochs
 // replaces it when the run ends).
@@ -578,6 +688,21 @@ void describe_trees(train_deprel::RunResult& result, const train_deprel::Config&
   }
 }
 
+// What the result records of a student's teacher and distillation.
+void describe_distillation(train_deprel::RunResult& result, const RunData& d, const train_deprel::Config& config) {
+  result.teacher = config.distill_from;
+  result.teacher_variant = d.teacher.variant;
+  result.teacher_trees = d.teacher.trees;
+  result.teacher_seed = d.teacher.seed;
+  result.teacher_dev_accuracy = d.teacher.best_dev_accuracy;
+  result.teacher_dev_tokens_per_second = d.teacher.dev_tokens_per_second;
+  result.distill_temperature = config.distill_temperature;
+  result.distill_weight = config.distill_weight;
+  result.transfer_size = config.transfer_size;
+  result.transfer_sentences = static_cast<int>(d.transfer_sentences);
+  result.transfer_trees = config.transfer_trees_path.empty() ? result.train_trees : config.transfer_trees_path;
+}
+
 // One run: its data, its model, the team's handshake, then epochs of steps,
 // each scored on dev, until the schedule or early stopping ends it.
 train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpora& data, const RunContext& ctx,
@@ -590,6 +715,8 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   Trainer t(model_options(run.variant, d.vocab.size(), data.labels.size(), run.seed, d.train.views()), run.bias_lr_mult,
             run.seed);
   join_team(run, data, d, t.model, *ctx.config, team, t.gradients);
+  t.distill_weight = config.distill_weight;
+  t.distill_temperature = config.distill_temperature;
   train_deprel::RunResult result = describe_run(run, d, t.model, team);
   describe_trees(result, config, data, d);
   result.packing = config.packing_label();
@@ -610,11 +737,18 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
       d.train = synattn::EncodedCorpus(trees, d.vocab, data.labels, &*run.variant.bucketing);
     }
     train_epoch(t, epoch, run, d, team, t0, state, progress);
+    const auto e0 = Clock::now();
     const double accuracy = d.packing ? evaluate_packed(t.model, d.dev, *d.packing, t.packed, t.cache)
                                       : evaluate(t.model, d.dev, d.dev_lengths, t.batch, t.cache, team);
+    const double dev_tokens_per_second = total_words(d.dev_lengths) / seconds_since(e0);
     state.dev_accuracy = accuracy;
     progress.end_epoch(state);
-    if (record_dev_accuracy(result, accuracy, epoch, run.schedule.patience, t.model, since_best)) break;
+    const bool stop = record_dev_accuracy(result, accuracy, epoch, run.schedule.patience, t.model, since_best);
+    if (result.best_epoch == epoch + 1) {  // a new best
+      result.dev_tokens_per_second = dev_tokens_per_second;
+      if (!config.best_model_path.empty()) t.best_parameters = t.model.parameters();
+    }
+    if (stop) break;
   }
   result.epochs_run = static_cast<int>(result.dev_history.size());
   if (epoch_uas_sum > 0) result.train_tree_uas = epoch_uas_sum / result.epochs_run;
@@ -623,6 +757,8 @@ train_deprel::RunResult train_one(const train_deprel::RunSpec& run, const Corpor
   result.reduce_wait_seconds = t.gradients.reduce_wait_seconds();
   result.peak_resident_mb = synattn::resident_peak_bytes() / (1024.0 * 1024.0);
   save_run_checkpoint(t, result, ctx);
+  save_best_model(t, result, d, data.labels.size(), ctx);
+  if (d.targets) describe_distillation(result, d, config);
   return result;
 }
 
@@ -639,6 +775,8 @@ int run(const train_deprel::Config& config, const train_deprel::Team& team) {
   }
   log << synattn::build_info() << "\n";
   if (team.size() > 1) log << "data-parallel on " << team.size() << " processes (MPI)\n";
+  if (team.size() > 1 && !config.distill_from.empty())
+    throw train_deprel::CliError("--distill-from trains one process; run it without mpirun");
   if (team.size() > 1 && config.pack_documents)
     throw train_deprel::CliError("--pack-documents trains one document chunk per step, which is not split across " +
                                  std::to_string(team.size()) + " processes; run it without mpirun");

@@ -7,7 +7,15 @@
 //                [--save-checkpoint FILE] [--no-overlap] [--mpi-timeout S]
 //                [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]
 //                [--train-tree-noise Q] [--trees-name NAME]
-//                [--pack-documents [--sentence-window W] [--root-links]] [--document-subset] [--help]
+//                [--pack-documents [--sentence-window W] [--root-links]] [--document-subset]
+//                [--save-best FILE] [--distill-from FILE [--distill-temperature T] [--distill-weight A]
+//                 [--transfer-size M] [--transfer-trees FILE]] [--help]
+//
+// Distillation (docs/experiment.md, "Distillation"): --save-best writes the
+// best epoch's parameters, a teacher; --distill-from trains the listed
+// variants (usually none) on the teacher's softened distribution mixed with
+// the gold labels, and with --transfer-size on M further training sentences
+// whose labels it never sees, labelled by the teacher alone.
 //
 // Packed documents: --pack-documents trains and evaluates on whole
 // documents (the "# newdoc" groups of the CoNLL-U files, cut into chunks of
@@ -194,6 +202,14 @@ struct Config {
   int sentence_window = 1;       // --sentence-window: sentences apart that see each other
   bool root_links = false;       // --root-links: every sentence's root also sees every other root
   bool document_subset = false;  // --document-subset (implied by --pack-documents): whole documents
+  // --save-best: each run's best-epoch parameters (a teacher for --distill-from).
+  std::string best_model_path;
+  // Distillation (see the top); empty distill_from: none.
+  std::string distill_from;
+  double distill_temperature = 2.0;  // T: the teacher's and student's logits are divided by it
+  double distill_weight = 0.5;       // A: weight of the soft term on labelled words (1 - A: the gold term)
+  int transfer_size = 0;             // M: further sentences drawn after the subset, labelled by the teacher
+  std::string transfer_trees_path;   // the trees the teacher reads on them (default: the training trees)
 
   bool whole_documents() const { return pack_documents || document_subset; }
   // What the tables call the batching: "sentences", or "documents w=1[, root links]".
@@ -266,7 +282,9 @@ inline const char* usage() {
          "                    [--train-trees FILE] [--dev-trees FILE] [--tree-noise P] [--tree-noise-seed S]\n"
          "                    [--train-tree-noise Q] [--trees-name NAME]\n"
          "                    [--train-view-trees LIST --dev-view-trees LIST]\n"
-         "                    [--pack-documents [--sentence-window W] [--root-links]] [--document-subset] [--help]\n"
+         "                    [--pack-documents [--sentence-window W] [--root-links]] [--document-subset]\n"
+         "                    [--save-best FILE] [--distill-from FILE [--distill-temperature T]\n"
+         "                     [--distill-weight A] [--transfer-size M] [--transfer-trees FILE]] [--help]\n"
          "\n"
          "Trains a 2-layer syntax-biased Transformer to predict each word's universal\n"
          "dependency relation (base DEPREL) of UD English EWT from its lower-cased form.\n"
@@ -317,6 +335,18 @@ inline const char* usage() {
          "  --root-links        with --pack-documents: every sentence's root also sees every other root\n"
          "  --document-subset   draw the training subset as whole documents, as --pack-documents does,\n"
          "                      but train sentence by sentence (its control)\n"
+         "  --save-best FILE    write each run's best-epoch parameters there (safetensors, with the\n"
+         "                      run's variant, size and vocabulary; several runs: named as for\n"
+         "                      --save-checkpoint): a teacher for --distill-from\n"
+         "  --distill-from FILE train the variants (e.g. none) as students of this teacher (--save-best's\n"
+         "                      file, trained at the same --train-size): each labelled word's loss is\n"
+         "                      (1 - A) x cross-entropy + A x T^2 x KL(teacher || student) at temperature T\n"
+         "  --distill-temperature T  (default 2)\n"
+         "  --distill-weight A  the soft term's weight on labelled words (default 0.5)\n"
+         "  --transfer-size M   also train on M further sentences of --train (drawn after the subset)\n"
+         "                      whose labels are never read: the teacher's distribution is the target\n"
+         "  --transfer-trees FILE  the trees the teacher reads on those sentences (CoNLL-U matched like\n"
+         "                      --train-trees; default: the training trees)\n"
          "  --help              this text\n"
          "\n"
          "Under mpirun -np P (built with MPI) the same command trains each model on P processes:\n"
@@ -416,129 +446,163 @@ inline void check_packing(const Config& c, bool have_window) {
 }
 }  // namespace detail
 
+// Which of the flags that --full replaces (and --sentence-window, which
+// needs --pack-documents) the command line gave.
+struct GivenFlags {
+  bool sizes = false, variants = false, seeds = false, mult = false, window = false;
+};
+
+namespace detail {
+
+// A flag without a value: what it sets.
+struct Switch {
+  const char* flag;
+  bool Config::*field;
+};
+inline const Switch* find_switch(const std::string& flag) {
+  static const Switch kSwitches[] = {{"--full", &Config::full},
+                                     {"--pack-documents", &Config::pack_documents},
+                                     {"--root-links", &Config::root_links},
+                                     {"--document-subset", &Config::document_subset}};
+  for (const Switch& s : kSwitches)
+    if (flag == s.flag) return &s;
+  return nullptr;
+}
+
+// A flag with a value: how the value is read into the config.
+struct ValuedFlag {
+  const char* flag;
+  void (*set)(Config&, GivenFlags&, const std::string& flag, const std::string& value);
+};
+
+inline std::vector<int> integer_list(const std::string& flag, const std::string& value, long long lo) {
+  std::vector<int> out;
+  for (const auto& item : split_list(flag, value))
+    out.push_back(static_cast<int>(parse_integer(flag, item, lo, lo == 0 ? 2147483647 : 1000000000)));
+  return out;
+}
+
+inline const ValuedFlag* find_valued_flag(const std::string& flag) {
+  using G = GivenFlags;
+  using S = const std::string&;
+  static const ValuedFlag kFlags[] = {
+      {"--train", [](Config& c, G&, S, S v) { c.train_path = v; }},
+      {"--dev", [](Config& c, G&, S, S v) { c.dev_path = v; }},
+      {"--train-size", [](Config& c, G& g, S f, S v) { c.train_sizes = integer_list(f, v, 1), g.sizes = true; }},
+      {"--variants",
+       [](Config& c, G& g, S f, S v) {
+         c.variants = split_list(f, v);
+         for (const auto& name : c.variants) (void)variant_by_name(name);
+         g.variants = true;
+       }},
+      {"--seeds", [](Config& c, G& g, S f, S v) { c.seeds = integer_list(f, v, 0), g.seeds = true; }},
+      {"--epochs", [](Config& c, G&, S f, S v) { c.epochs = static_cast<int>(parse_integer(f, v, 1, 100000)); }},
+      {"--patience", [](Config& c, G&, S f, S v) { c.patience = static_cast<int>(parse_integer(f, v, 1, 100000)); }},
+      {"--bias-lr-mult", [](Config& c, G& g, S f, S v) { c.bias_lr_mults = {parse_positive(f, v)}, g.mult = true; }},
+      {"--threads", [](Config& c, G&, S f, S v) { c.threads = static_cast<int>(parse_integer(f, v, 1, 1024)); }},
+      {"--json", [](Config& c, G&, S, S v) { c.json_path = v; }},
+      {"--out", [](Config& c, G&, S, S v) { c.out_dir = v; }},
+      {"--report", [](Config& c, G&, S, S v) { c.report_path = v; }},
+      {"--save-checkpoint", [](Config& c, G&, S, S v) { c.checkpoint_path = v; }},
+      {"--save-best", [](Config& c, G&, S, S v) { c.best_model_path = v; }},
+      {"--mpi-timeout", [](Config& c, G&, S f, S v) { c.mpi_timeout_seconds = parse_positive(f, v); }},
+      {"--train-trees", [](Config& c, G&, S, S v) { c.train_trees_path = v; }},
+      {"--dev-trees", [](Config& c, G&, S, S v) { c.dev_trees_path = v; }},
+      {"--tree-noise", [](Config& c, G&, S f, S v) { c.tree_noise = parse_probability(f, v); }},
+      {"--tree-noise-seed",
+       [](Config& c, G&, S f, S v) {
+         c.tree_noise_seed = static_cast<std::uint64_t>(parse_integer(f, v, 0, 9007199254740992LL));
+       }},
+      {"--train-tree-noise", [](Config& c, G&, S f, S v) { c.train_tree_noise = parse_probability(f, v); }},
+      {"--trees-name",
+       [](Config& c, G&, S f, S v) {
+         if (v.empty()) throw CliError(f + ": the name is empty");
+         c.trees_name = v;
+       }},
+      {"--train-view-trees", [](Config& c, G&, S f, S v) { c.train_view_trees = split_list(f, v); }},
+      {"--dev-view-trees", [](Config& c, G&, S f, S v) { c.dev_view_trees = split_list(f, v); }},
+      {"--sentence-window",
+       [](Config& c, G& g, S f, S v) {
+         c.sentence_window = static_cast<int>(parse_integer(f, v, 0, 1000000));
+         g.window = true;
+       }},
+      {"--distill-from", [](Config& c, G&, S, S v) { c.distill_from = v; }},
+      {"--distill-temperature", [](Config& c, G&, S f, S v) { c.distill_temperature = parse_positive(f, v); }},
+      {"--distill-weight", [](Config& c, G&, S f, S v) { c.distill_weight = parse_probability(f, v); }},
+      {"--transfer-size",
+       [](Config& c, G&, S f, S v) { c.transfer_size = static_cast<int>(parse_integer(f, v, 0, 1000000000)); }},
+      {"--transfer-trees", [](Config& c, G&, S, S v) { c.transfer_trees_path = v; }},
+  };
+  for (const ValuedFlag& f : kFlags)
+    if (flag == f.flag) return &f;
+  return nullptr;
+}
+
+// Distillation's flags go with --distill-from, which trains from one
+// teacher: the teacher's vocabulary is its subset's, so one training size,
+// sentence by sentence, one process (checked when training starts), and
+// the variants read at most one tree view.
+inline void check_distillation(const Config& c, const std::vector<std::string>& given) {
+  const auto gave = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
+  if (c.distill_from.empty()) {
+    for (const char* flag : {"--distill-temperature", "--distill-weight", "--transfer-size", "--transfer-trees"})
+      if (gave(flag)) throw CliError(std::string(flag) + " is read with --distill-from only");
+    return;
+  }
+  if (c.full) throw CliError("--distill-from trains students of one teacher; it does not go with --full");
+  if (c.train_sizes.size() != 1)
+    throw CliError("--distill-from: the teacher knows the vocabulary of one training size; give one --train-size");
+  if (c.pack_documents || c.document_subset)
+    throw CliError("--distill-from trains sentence by sentence; it does not go with --pack-documents or "
+                   "--document-subset");
+  if (std::find(c.variants.begin(), c.variants.end(), "fusion") != c.variants.end())
+    throw CliError("--distill-from: the fusion variant cannot be a student (it reads several tree views)");
+  if (gave("--transfer-trees") && c.transfer_size == 0)
+    throw CliError("--transfer-trees gives the trees of the transfer sentences: give --transfer-size too");
+}
+
+// After every flag: the flags that go together, then --full's grid.
+inline void finish_config(Config& c, const GivenFlags& g, const std::vector<std::string>& given) {
+  check_tree_views(c);
+  check_packing(c, g.window);
+  check_distillation(c, given);
+  if (!c.full) return;
+  if (g.sizes || g.variants || g.seeds || g.mult)
+    throw CliError("--full sets --train-size, --variants, --seeds and --bias-lr-mult; do not give them too");
+  c.train_sizes = {500, 2000, 8000};
+  c.variants = variant_names();
+  c.variants.pop_back();  // not fusion, which needs view trees
+  c.seeds = {1, 2, 3};
+  c.bias_lr_mults = {10.0, 1.0};
+}
+
+}  // namespace detail
+
 // Parses argv (argv[0] is the program). Throws CliError on a bad command
 // line; sets help and returns early on --help.
 inline Config parse_cli(int argc, const char* const* argv) {
   Config c;
-  bool have_sizes = false, have_variants = false, have_seeds = false, have_mult = false, have_window = false;
+  GivenFlags given;
+  std::vector<std::string> flags;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       c.help = true;
       return c;
     }
-    if (flag == "--full") {
-      c.full = true;
-      continue;
-    }
+    flags.push_back(flag);
     if (flag == "--no-overlap") {
       c.overlap = false;
-      continue;
-    }
-    if (flag == "--pack-documents" || flag == "--root-links" || flag == "--document-subset") {
-      (flag == "--pack-documents" ? c.pack_documents
-       : flag == "--root-links"   ? c.root_links
-                                  : c.document_subset) = true;
-      continue;
-    }
-    static const char* const kValued[] = {"--train",
-                                          "--dev",
-                                          "--train-size",
-                                          "--variants",
-                                          "--seeds",
-                                          "--epochs",
-                                          "--patience",
-                                          "--bias-lr-mult",
-                                          "--threads",
-                                          "--json",
-                                          "--out",
-                                          "--report",
-                                          "--save-checkpoint",
-                                          "--mpi-timeout",
-                                          "--train-trees",
-                                          "--dev-trees",
-                                          "--tree-noise",
-                                          "--tree-noise-seed",
-                                          "--train-tree-noise",
-                                          "--trees-name",
-                                          "--train-view-trees",
-                                          "--dev-view-trees",
-                                          "--sentence-window"};
-    bool known = false;
-    for (const char* k : kValued) known = known || flag == k;
-    if (!known) throw CliError("unknown argument '" + flag + "'");
-    if (i + 1 >= argc) throw CliError(flag + ": missing value");
-    const std::string value = argv[++i];
-    if (flag == "--train") {
-      c.train_path = value;
-    } else if (flag == "--dev") {
-      c.dev_path = value;
-    } else if (flag == "--train-size") {
-      c.train_sizes.clear();
-      for (const auto& item : detail::split_list(flag, value))
-        c.train_sizes.push_back(static_cast<int>(detail::parse_integer(flag, item, 1, 1000000000)));
-      have_sizes = true;
-    } else if (flag == "--variants") {
-      c.variants = detail::split_list(flag, value);
-      for (const auto& name : c.variants) (void)variant_by_name(name);
-      have_variants = true;
-    } else if (flag == "--seeds") {
-      c.seeds.clear();
-      for (const auto& item : detail::split_list(flag, value))
-        c.seeds.push_back(static_cast<int>(detail::parse_integer(flag, item, 0, 2147483647)));
-      have_seeds = true;
-    } else if (flag == "--epochs") {
-      c.epochs = static_cast<int>(detail::parse_integer(flag, value, 1, 100000));
-    } else if (flag == "--patience") {
-      c.patience = static_cast<int>(detail::parse_integer(flag, value, 1, 100000));
-    } else if (flag == "--bias-lr-mult") {
-      c.bias_lr_mults = {detail::parse_positive(flag, value)};
-      have_mult = true;
-    } else if (flag == "--threads") {
-      c.threads = static_cast<int>(detail::parse_integer(flag, value, 1, 1024));
-    } else if (flag == "--json") {
-      c.json_path = value;
-    } else if (flag == "--out") {
-      c.out_dir = value;
-    } else if (flag == "--report") {
-      c.report_path = value;
-    } else if (flag == "--save-checkpoint") {
-      c.checkpoint_path = value;
-    } else if (flag == "--mpi-timeout") {
-      c.mpi_timeout_seconds = detail::parse_positive(flag, value);
-    } else if (flag == "--train-trees") {
-      c.train_trees_path = value;
-    } else if (flag == "--dev-trees") {
-      c.dev_trees_path = value;
-    } else if (flag == "--tree-noise") {
-      c.tree_noise = detail::parse_probability(flag, value);
-    } else if (flag == "--tree-noise-seed") {
-      c.tree_noise_seed = static_cast<std::uint64_t>(detail::parse_integer(flag, value, 0, 9007199254740992LL));
-    } else if (flag == "--train-tree-noise") {
-      c.train_tree_noise = detail::parse_probability(flag, value);
-    } else if (flag == "--trees-name") {
-      if (value.empty()) throw CliError(flag + ": the name is empty");
-      c.trees_name = value;
-    } else if (flag == "--train-view-trees") {
-      c.train_view_trees = detail::split_list(flag, value);
-    } else if (flag == "--dev-view-trees") {
-      c.dev_view_trees = detail::split_list(flag, value);
-    } else if (flag == "--sentence-window") {
-      c.sentence_window = static_cast<int>(detail::parse_integer(flag, value, 0, 1000000));
-      have_window = true;
+    } else if (const detail::Switch* s = detail::find_switch(flag)) {
+      c.*(s->field) = true;
+    } else if (const detail::ValuedFlag* f = detail::find_valued_flag(flag)) {
+      if (i + 1 >= argc) throw CliError(flag + ": missing value");
+      f->set(c, given, flag, argv[++i]);
+    } else {
+      throw CliError("unknown argument '" + flag + "'");
     }
   }
-  detail::check_tree_views(c);
-  detail::check_packing(c, have_window);
-  if (c.full) {
-    if (have_sizes || have_variants || have_seeds || have_mult)
-      throw CliError("--full sets --train-size, --variants, --seeds and --bias-lr-mult; do not give them too");
-    c.train_sizes = {500, 2000, 8000};
-    c.variants = variant_names();
-    c.variants.pop_back();  // not fusion, which needs view trees
-    c.seeds = {1, 2, 3};
-    c.bias_lr_mults = {10.0, 1.0};
-  }
+  detail::finish_config(c, given, flags);
   return c;
 }
 

@@ -115,6 +115,8 @@ inline void check_output_paths(const Config& c) {
   if (!c.json_path.empty() && c.report_path.empty()) check_output_path("--json", c.json_path, OutputKind::AppendedFile);
   if (!c.checkpoint_path.empty() && c.report_path.empty())
     check_output_path("--save-checkpoint", c.checkpoint_path, OutputKind::ReplacedFile);
+  if (!c.best_model_path.empty() && c.report_path.empty())
+    check_output_path("--save-best", c.best_model_path, OutputKind::ReplacedFile);
   if (!c.out_dir.empty()) check_output_path("--out", c.out_dir, OutputKind::Folder);
 }
 

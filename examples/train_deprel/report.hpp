@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "distill_report.hpp"
 #include "figures.hpp"
 #include "results.hpp"
 #include "svg_plot.hpp"
@@ -54,8 +55,11 @@ inline bool has_tree_conditions(const std::vector<RunResult>& results) {
   return false;
 }
 
+// The grid's table, then the distillation table when students were trained.
 inline std::string results_table(const std::vector<RunResult>& results) {
-  return has_tree_conditions(results) ? markdown_tree_table(results) : markdown_results_table(results);
+  std::string out = has_tree_conditions(results) ? markdown_tree_table(results) : markdown_results_table(results);
+  if (has_distillation(results)) out += "\nDistillation:\n\n" + markdown_distillation_table(results);
+  return out;
 }
 
 // The figures and results.md of `results` in `dir` (created if absent).

@@ -9,7 +9,8 @@
 // best_epoch, epochs_run, train_seconds, train_tokens_per_second,
 // dev_history (percent per epoch), learned_bias (per layer: s * T, row-major
 // (rows, buckets), rows = heads for per-head tables else 1), bias_rows,
-// bucket_labels, processes, reduce_wait_seconds; and the trees (SPEC §6):
+// bucket_labels, processes, reduce_wait_seconds; and the trees (docs/experiment.md,
+// "Trees a parser drew"):
 // trees (the condition's name, "gold" by default), train_trees and dev_trees
 // ("gold" or the tree file), tree_noise, tree_noise_seed, train_tree_noise,
 // train_tree_uas and dev_tree_uas (percent, against gold; under
@@ -19,8 +20,14 @@
 // views 1..), dev_view_uas (percent, view 0 first) and view_weights (per
 // layer, the learned softmax weights, (rows, views) row-major); packing
 // ("sentences", or "documents w=W[, root links]": --pack-documents), subset
-// ("sentences", or "documents": whole documents) and peak_resident_mb (the
-// process's peak resident memory during the run).
+// ("sentences", or "documents": whole documents), peak_resident_mb (the
+// process's peak resident memory during the run) and dev_tokens_per_second
+// (the best model's inference speed on dev); with distillation
+// (--distill-from) teacher (its file), teacher_variant, teacher_trees,
+// teacher_seed, teacher_dev_accuracy and teacher_dev_tokens_per_second (the
+// teacher on this run's dev), distill_temperature, distill_weight,
+// transfer_size (M asked for), transfer_sentences (kept after the length
+// cut) and transfer_trees.
 // Keys added later are optional when read, so older files still report.
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_RESULTS_HPP
@@ -80,7 +87,33 @@ struct RunResult {
   std::string packing = "sentences";
   std::string subset = "sentences";
   double peak_resident_mb = 0.0;
+  double dev_tokens_per_second = 0.0;  // inference on dev (infer(), one pass), best epoch's model
+  // Distillation (--distill-from); teacher empty: none.
+  std::string teacher;  // the teacher's file
+  std::string teacher_variant, teacher_trees;
+  int teacher_seed = 0;
+  double teacher_dev_accuracy = -1;  // the teacher on dev, measured by this run (its dev trees)
+  double teacher_dev_tokens_per_second = 0.0;
+  double distill_temperature = 0.0, distill_weight = 0.0;
+  int transfer_size = 0, transfer_sentences = 0;
+  std::string transfer_trees;
 };
+
+// How a run was distilled, as the tables name it: "" when it was not, else
+// "teacher shared (gold) T=2 A=0.5", plus " + M transfer (trees FILE)".
+inline std::string distill_label(const RunResult& r) {
+  if (r.teacher.empty()) return "";
+  const auto file_name = [](const std::string& path) {
+    const std::string::size_type slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  };
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " T=%g A=%g", r.distill_temperature, r.distill_weight);
+  std::string s = "teacher " + r.teacher_variant + " (" + r.teacher_trees + ")" + buf;
+  if (r.transfer_size > 0)
+    s += " + " + std::to_string(r.transfer_size) + " transfer (trees " + file_name(r.transfer_trees) + ")";
+  return s;
+}
 
 // ---- The row of every table ------------------------------------------------
 
@@ -105,10 +138,12 @@ struct RunKey {
   // The batching: "sentences" or "documents w=W[, root links]"; "sentences"
   // or "documents".
   std::string packing = "sentences", subset = "sentences";
+  // Distillation: distill_label(), "" for a run trained on gold labels alone.
+  std::string distill;
 
   auto tied() const {
     return std::tie(variant, bias_lr_mult, table_init, trees, train_trees, dev_trees, tree_noise, train_tree_noise,
-                    tree_noise_seed, view_trees, packing, subset);
+                    tree_noise_seed, view_trees, packing, subset, distill);
   }
   bool operator<(const RunKey& o) const { return tied() < o.tied(); }
   bool operator==(const RunKey& o) const { return tied() == o.tied(); }
@@ -129,6 +164,7 @@ struct RunKey {
   // batching.
   RunKey baseline() const {
     RunKey k = without_trees();
+    k.distill.clear();
     k.variant = "none";
     k.bias_lr_mult = 1.0;
     k.table_init = "zero";
@@ -165,15 +201,18 @@ inline RunKey run_key(const RunResult& r) {
   for (const std::string& v : r.view_trees) k.view_trees.push_back(file_name(v));
   k.packing = r.packing;
   k.subset = r.subset;
+  k.distill = distill_label(r);
   return k;
 }
 
 // How a row names its batching beyond the recipe's: "" for random sentences
-// batched sentence by sentence.
+// batched sentence by sentence; and a student's teacher (", student of
+// teacher ...").
 inline std::string batching_suffix(const RunKey& k) {
-  if (k.packing != "sentences") return ", packed " + k.packing;
-  if (k.subset != "sentences") return ", " + k.subset + " subset";
-  return "";
+  const std::string student = k.distill.empty() ? "" : ", student of " + k.distill;
+  if (k.packing != "sentences") return ", packed " + k.packing + student;
+  if (k.subset != "sentences") return ", " + k.subset + " subset" + student;
+  return student;
 }
 
 // Each setting of a key by name, as text (for rows the table's columns
@@ -197,7 +236,8 @@ inline std::vector<std::pair<std::string, std::string>> key_settings(const RunKe
           {"tree_noise_seed", std::to_string(k.tree_noise_seed)},
           {"view_trees", views},
           {"packing", k.packing},
-          {"subset", k.subset}};
+          {"subset", k.subset},
+          {"distill", k.distill}};
 }
 
 // What tells rows apart that `label` does not: for each row, "" when no
@@ -255,6 +295,20 @@ inline nlohmann::json to_json(const RunResult& r) {
                    {"subset", r.subset},
                    {"peak_resident_mb", r.peak_resident_mb}};
   if (r.dev_trees_label_accuracy >= 0) j["dev_trees_label_accuracy"] = r.dev_trees_label_accuracy;
+  if (r.dev_tokens_per_second > 0) j["dev_tokens_per_second"] = r.dev_tokens_per_second;
+  if (!r.teacher.empty()) {
+    j["teacher"] = r.teacher;
+    j["teacher_variant"] = r.teacher_variant;
+    j["teacher_trees"] = r.teacher_trees;
+    j["teacher_seed"] = r.teacher_seed;
+    j["teacher_dev_accuracy"] = r.teacher_dev_accuracy;
+    j["teacher_dev_tokens_per_second"] = r.teacher_dev_tokens_per_second;
+    j["distill_temperature"] = r.distill_temperature;
+    j["distill_weight"] = r.distill_weight;
+    j["transfer_size"] = r.transfer_size;
+    j["transfer_sentences"] = r.transfer_sentences;
+    j["transfer_trees"] = r.transfer_trees;
+  }
   if (r.views > 1) {
     j["views"] = r.views;
     j["view_trees"] = r.view_trees;
@@ -312,6 +366,19 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
   optional("packing", r.packing);
   optional("subset", r.subset);
   optional("peak_resident_mb", r.peak_resident_mb);
+  // Inference speed and distillation (absent before distillation existed).
+  optional("dev_tokens_per_second", r.dev_tokens_per_second);
+  optional("teacher", r.teacher);
+  optional("teacher_variant", r.teacher_variant);
+  optional("teacher_trees", r.teacher_trees);
+  optional("teacher_seed", r.teacher_seed);
+  optional("teacher_dev_accuracy", r.teacher_dev_accuracy);
+  optional("teacher_dev_tokens_per_second", r.teacher_dev_tokens_per_second);
+  optional("distill_temperature", r.distill_temperature);
+  optional("distill_weight", r.distill_weight);
+  optional("transfer_size", r.transfer_size);
+  optional("transfer_sentences", r.transfer_sentences);
+  optional("transfer_trees", r.transfer_trees);
   return r;
 }
 
@@ -351,7 +418,7 @@ inline std::vector<RunResult> read_json_lines(const std::string& path) {
 
 // Mean and sample standard deviation (0 for a single value).
 struct MeanStd {
-  double mean = NAN, std = NAN;
+  double mean = NAN, std = NAN, median = NAN;
   int count = 0;
 };
 
@@ -359,6 +426,10 @@ inline MeanStd mean_std(const std::vector<double>& v) {
   MeanStd m;
   m.count = static_cast<int>(v.size());
   if (v.empty()) return m;
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t h = sorted.size() / 2;
+  m.median = sorted.size() % 2 ? sorted[h] : 0.5 * (sorted[h - 1] + sorted[h]);
   double s = 0.0;
   for (double x : v) s += x;
   m.mean = s / static_cast<double>(v.size());
@@ -372,6 +443,14 @@ inline std::string format_number(const char* f, double a, double b = 0.0, int c 
   char buf[64];
   std::snprintf(buf, sizeof buf, f, a, b, c);
   return std::string(buf);
+}
+
+// A table cell over seeds: "mean ± std (n=K)", and from four seeds on the
+// median beside it (", median M"): one outlying seed moves a mean of few.
+inline std::string seeds_cell(const MeanStd& m) {
+  std::string s = format_number("%.2f ± %.2f (n=%d", m.mean, m.std, m.count);
+  if (m.count >= 4) s += format_number(", median %.2f", m.median);
+  return s + ")";
 }
 
 // Rows: one per RunKey, in first-appearance order, named by the variant
@@ -413,11 +492,10 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
       if (it == cells.end()) {
         out += " — |";
       } else {
-        const MeanStd m = mean_std(it->second);
-        out += format_number(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+        out += " " + seeds_cell(mean_std(it->second)) + " |";
       }
       if (!gain.empty()) gain += " / ";
-      if (k.variant == "none" || it == cells.end() || none == cells.end())
+      if ((k.variant == "none" && k.distill.empty()) || it == cells.end() || none == cells.end())
         gain += "—";
       else
         gain += format_number("%+.2f", mean_std(it->second).mean - mean_std(none->second).mean);
@@ -427,7 +505,7 @@ inline std::string markdown_results_table(const std::vector<RunResult>& runs) {
   return out;
 }
 
-// ---- Tree conditions (SPEC §6) ----------------------------------------------
+// ---- Tree conditions (docs/experiment.md, "Trees a parser drew") ------------
 
 // The runs of a grid over tree conditions, grouped for the table and the
 // plot by RunKey (the condition is its `trees`).
@@ -600,8 +678,7 @@ inline std::string markdown_tree_table(const std::vector<RunResult>& runs) {
         out += " — |";
         continue;
       }
-      const MeanStd m = mean_std(it->second);
-      out += format_number(" %.2f ± %.2f (n=%d) |", m.mean, m.std, m.count);
+      out += " " + seeds_cell(mean_std(it->second)) + " |";
     }
     if (none) {
       out += " — | — |\n";

@@ -302,3 +302,44 @@ TEST_CASE("packed documents: the flags, their label and their refusals", "[cli][
   CHECK_THROWS_WITH(parse({"--variants", "shared", "--pack-documents", "--sentence-window", "-1"}),
                     Catch::Contains("out of range"));
 }
+
+TEST_CASE("distillation: the teacher, its temperature and weight, the transfer set, and their refusals",
+          "[cli][distill]") {
+  const Config d = parse({"--variants", "none"});
+  CHECK(d.distill_from.empty());
+  CHECK(d.distill_temperature == 2.0);
+  CHECK(d.distill_weight == 0.5);
+  CHECK(d.transfer_size == 0);
+  CHECK(d.best_model_path.empty());
+
+  const Config c = parse({"--variants", "none", "--train-size", "2000", "--distill-from", "t.safetensors",
+                          "--distill-temperature", "4", "--distill-weight", "0.9", "--transfer-size", "8000",
+                          "--transfer-trees", "p.conllu", "--save-best", "b.safetensors"});
+  CHECK(c.distill_from == "t.safetensors");
+  CHECK(c.distill_temperature == 4.0);
+  CHECK(c.distill_weight == 0.9);
+  CHECK(c.transfer_size == 8000);
+  CHECK(c.transfer_trees_path == "p.conllu");
+  CHECK(c.best_model_path == "b.safetensors");
+  CHECK(parse({"--save-best", "b.safetensors", "--full"}).best_model_path == "b.safetensors");
+
+  for (const char* flag : {"--distill-temperature", "--distill-weight", "--transfer-size", "--transfer-trees"})
+    CHECK_THROWS_WITH(parse({flag, "1"}), Catch::Contains(std::string(flag) + " is read with --distill-from only"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--full"}), Catch::Contains("does not go with --full"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--train-size", "500,2000"}),
+                    Catch::Contains("give one --train-size"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--variants", "shared", "--pack-documents"}),
+                    Catch::Contains("trains sentence by sentence"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--document-subset"}), Catch::Contains("trains sentence by sentence"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--variants", "none,fusion", "--train-view-trees", "a",
+                           "--dev-view-trees", "b"}),
+                    Catch::Contains("the fusion variant cannot be a student"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--transfer-trees", "p.conllu"}),
+                    Catch::Contains("give --transfer-size too"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--distill-temperature", "0"}),
+                    Catch::Contains("must be a positive number"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--distill-weight", "1.5"}),
+                    Catch::Contains("must be a probability in [0, 1]"));
+  CHECK_THROWS_WITH(parse({"--distill-from", "t", "--transfer-size", "-3"}), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parse({"--distill-from"}), Catch::Contains("--distill-from: missing value"));
+}

@@ -1,10 +1,12 @@
 // train_deprel's run results: JSON lines round trip and the Markdown table.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "../../examples/train_deprel/report.hpp"
 #include "../../examples/train_deprel/results.hpp"
 
 using namespace train_deprel;
@@ -337,4 +339,67 @@ TEST_CASE("every table keys its rows by every setting of a run: packed runs are 
   INFO(i);
   CHECK_THAT(i, Catch::Contains("| shared (bias lr x10) [table_init=zero] | 70.00 ± 0.00 (n=1) |"));
   CHECK_THAT(i, Catch::Contains("| shared (bias lr x10) [table_init=decay] | 70.00 ± 0.00 (n=1) |"));
+}
+
+TEST_CASE("distillation: a student's teacher and transfer set round-trip, key its rows, and fill their table",
+          "[results][distill]") {
+  const auto student = [](int seed, double acc, double teacher, int transfer) {
+    RunResult r = run("none", 500, seed, acc);
+    r.teacher = "runs/teacher-N500-seed" + std::to_string(seed) + ".safetensors";
+    r.teacher_variant = "shared";
+    r.teacher_trees = "gold";
+    r.teacher_seed = seed;
+    r.teacher_dev_accuracy = teacher;
+    r.distill_temperature = 2;
+    r.distill_weight = 0.5;
+    r.transfer_size = transfer;
+    r.transfer_sentences = transfer > 0 ? transfer - 3 : 0;
+    r.transfer_trees = transfer > 0 ? "trees/en_ewt-train.seed1.conllu" : "gold";
+    r.dev_tokens_per_second = 30000;
+    r.teacher_dev_tokens_per_second = 20000;
+    return r;
+  };
+  // JSON: the distillation keys only for a student, read back whole.
+  const RunResult s = student(1, 66, 75, 1000);
+  const nlohmann::json j = to_json(s);
+  for (const char* key : {"teacher", "teacher_variant", "teacher_trees", "teacher_seed", "teacher_dev_accuracy",
+                          "teacher_dev_tokens_per_second", "distill_temperature", "distill_weight", "transfer_size",
+                          "transfer_sentences", "transfer_trees", "dev_tokens_per_second"})
+    CHECK(j.contains(key));
+  CHECK_FALSE(to_json(run("none", 500, 1, 60)).contains("teacher"));
+  const RunResult back = run_result_from_json(j);
+  CHECK(back.teacher == s.teacher);
+  CHECK(back.teacher_dev_accuracy == 75);
+  CHECK(back.transfer_sentences == 997);
+  CHECK(back.transfer_trees == s.transfer_trees);
+  CHECK(back.dev_tokens_per_second == 30000);
+  CHECK(distill_label(back) == "teacher shared (gold) T=2 A=0.5 + 1000 transfer (trees en_ewt-train.seed1.conllu)");
+
+  // A student is its own row, apart from plain none; its baseline is plain none.
+  CHECK(run_key(s) != run_key(run("none", 500, 1, 60)));
+  CHECK(run_key(s).baseline() == run_key(run("none", 500, 1, 60)));
+  CHECK(run_key(s) != run_key(student(1, 66, 75, 0)));
+
+  // The table: none 60 / 62 (mean 61), teacher 75 / 77 (76), students 66 / 70
+  // (68): kept (68 - 61) / (76 - 61) = 0.47; inference 1.5x.
+  std::vector<RunResult> runs{run("none", 500, 1, 60), run("none", 500, 2, 62), student(1, 66, 75, 1000),
+                              student(2, 70, 77, 1000), student(1, 64, 75, 0)};
+  const std::string t = markdown_distillation_table(runs);
+  INFO(t);
+  CHECK_THAT(t, Catch::Contains("| 500 | shared (gold) | T=2 A=0.5, labelled + 1000 transfer | 61.00 ± 1.41 (n=2) | "
+                                "76.00 ± 1.41 (n=2) | 68.00 ± 2.83 (n=2) | 68.00 | 0.47 | 1.50x |\n"));
+  CHECK_THAT(t, Catch::Contains("| 500 | shared (gold) | T=2 A=0.5, labelled | 61.00 ± 1.41 (n=2) | 75.00 ± 0.00 (n=1) | "
+                                "64.00 ± 0.00 (n=1) | 64.00 | 0.21 | 1.50x |\n"));
+  CHECK_THAT(results_table(runs), Catch::Contains("Distillation:"));
+  CHECK_THAT(results_table({run("none", 500, 1, 60)}), !Catch::Contains("Distillation:"));
+  // In the grid's table the student has a gain over none (plain none has none).
+  CHECK_THAT(markdown_results_table(runs), Catch::Contains("| none | 61.00 ± 1.41 (n=2) | — |\n"));
+  CHECK_THAT(markdown_results_table(runs), Catch::Contains("68.00 ± 2.83 (n=2) | +7.00 |"));
+}
+
+TEST_CASE("a cell over four or more seeds gives the median beside the mean", "[results]") {
+  CHECK(seeds_cell(mean_std({1, 2, 3})) == "2.00 ± 1.00 (n=3)");
+  CHECK(seeds_cell(mean_std({81, 81.5, 76.85, 81.2, 80.9})) == "80.29 ± 1.94 (n=5, median 81.00)");
+  CHECK(mean_std({4, 1, 3, 2}).median == 2.5);
+  CHECK(std::isnan(mean_std({}).median));
 }
