@@ -13,6 +13,7 @@
 #include <synattn/parse/sentence_length.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -140,134 +141,163 @@ inline void check_writable(const std::string& path, const std::string& flag) {
   }
 }
 
-inline Config parse_command_line(const std::vector<std::string>& args) {
-  Config c;
+// The command line read left to right: the current argument and the value
+// that follows a flag.
+struct ArgumentCursor {
+  const std::vector<std::string>& args;
   std::size_t i = 0;
-  if (!args.empty() && args[0] == "train") {
-    c.command = Command::Train;
-    i = 1;
-  } else if (!args.empty() && args[0] == "train-tokenizer") {
-    c.command = Command::TrainTokenizer;
-    i = 1;
-  } else if (!args.empty() && args[0] == "eval") {
-    c.command = Command::Eval;
-    i = 1;
-  } else if (!args.empty() && args[0] == "export") {
-    c.command = Command::Export;
-    i = 1;
-  }
-  const auto value = [&](const std::string& flag) -> const std::string& {
+
+  bool done() const { return i >= args.size(); }
+  const std::string& current() const { return args[i]; }
+  // The value after `flag`, which the cursor then stands on.
+  const std::string& value(const std::string& flag) {
     if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
     return args[++i];
-  };
-  // What a trained model records of the command that made it.
-  std::string command_line = "parse";
-  for (const auto& a : args) command_line += " " + a;
-  c.train.command_line = c.train_tokenizer.command_line = command_line;
-  TrainConfig& t = c.train;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      c.command = Command::Help;
-      return c;
-    }
-    if (a == "--threads") {
-      const int v = static_cast<int>(parse_integer(a, value(a), 1, 1024));
-      t.threads = c.parse.threads = c.eval.threads = c.train_tokenizer.threads = v;
-      continue;
-    }
-    if (a == "--model") {
-      const std::string& v = value(a);
-      t.model_path = c.parse.model_path = c.eval.model_path = c.export_.model_path = c.train_tokenizer.model_path = v;
-      continue;
-    }
-    if (a == "--tokenizer" && c.command != Command::TrainTokenizer) {
-      c.parse.tokenizer_path = c.eval.tokenizer_path = value(a);
-      continue;
-    }
-    if (c.command == Command::TrainTokenizer) {
-      TokenizerTrainConfig& k = c.train_tokenizer;
-      auto& o = k.options;
-      if (a == "--train") k.train_path = value(a);
-      else if (a == "--dev") k.dev_path = value(a);
-      else if (a == "--log") k.log_path = value(a);
-      else if (a == "--epochs") o.epochs = static_cast<int>(parse_integer(a, value(a), 1, 100000));
-      else if (a == "--patience") o.patience = static_cast<int>(parse_integer(a, value(a), 1, 100000));
-      else if (a == "--channels") o.model.net.channels = static_cast<int>(parse_integer(a, value(a), 1, 4096));
-      else if (a == "--char-dim") o.model.net.char_dim = static_cast<int>(parse_integer(a, value(a), 1, 4096));
-      else if (a == "--seed") o.seed = static_cast<std::uint64_t>(parse_integer(a, value(a), 0, 1 << 30));
-      else if (a == "--lr") o.lr = parse_real(a, value(a), 1e-8, 10);
-      else if (a == "--lr-decay") o.lr_decay = parse_real(a, value(a), 1e-6, 1);
-      else if (a == "--batch-chars") o.batch_chars = parse_integer(a, value(a), 16, 1 << 24);
-      else if (a == "--char-dropout") o.char_dropout = parse_real(a, value(a), 0, 0.95);
-      else if (a == "--dilations") {
-        const std::string& v = value(a);
-        o.model.net.dilations.clear();
-        for (std::size_t p = 0; p <= v.size();) {
-          const std::size_t q = std::min(v.find(',', p), v.size());
-          o.model.net.dilations.push_back(static_cast<int>(parse_integer(a, v.substr(p, q - p), 1, 4096)));
-          p = q + 1;
-        }
-        if (o.model.net.dilations.size() > 64) throw UsageError("--dilations takes at most 64 layers");
-      } else throw UsageError("unknown option for 'parse train-tokenizer': " + a);
-      continue;
-    }
-    if (c.command == Command::Train) {
-      if (a == "--train") t.train_path = value(a);
-      else if (a == "--dev") t.dev_path = value(a);
-      else if (a == "--checkpoint") t.checkpoint_path = value(a);
-      else if (a == "--resume") t.resume_path = value(a);
-      else if (a == "--log") t.log_path = value(a);
-      else if (a == "--epochs") t.epochs = static_cast<int>(parse_integer(a, value(a), 1, 100000));
-      else if (a == "--patience") t.patience = static_cast<int>(parse_integer(a, value(a), 1, 100000));
-      else if (a == "--seed") t.seed = static_cast<int>(parse_integer(a, value(a), 0, 1 << 30));
-      else if (a == "--min-count") t.min_count = static_cast<int>(parse_integer(a, value(a), 1, 1 << 30));
-      else if (a == "--batch-tokens") t.batch_tokens = parse_integer(a, value(a), 16, 1 << 24);
-      else if (a == "--progress-every") t.progress_every = parse_integer(a, value(a), 0, 1LL << 40);
-      else if (a == "--warmup") t.warmup = parse_integer(a, value(a), 0, 1LL << 40);
-      else if (a == "--lr") t.lr = parse_real(a, value(a), 1e-8, 10);
-      else if (a == "--clip") t.clip = parse_real(a, value(a), 0, 1e6);
-      else if (a == "--decay-steps") t.decay_steps = parse_real(a, value(a), 0, 1e12);
-      else if (a == "--d-model") t.model.d_model = static_cast<int>(parse_integer(a, value(a), 1, 8192));
-      else if (a == "--layers") t.model.layers = static_cast<int>(parse_integer(a, value(a), 1, 64));
-      else if (a == "--heads") t.model.heads = static_cast<int>(parse_integer(a, value(a), 1, 64));
-      else if (a == "--d-ff") t.model.d_ff = static_cast<int>(parse_integer(a, value(a), 1, 65536));
-      else if (a == "--word-dim") t.model.word_dim = static_cast<int>(parse_integer(a, value(a), 1, 4096));
-      else if (a == "--char-filters") t.model.char_filters = static_cast<int>(parse_integer(a, value(a), 1, 4096));
-      else if (a == "--arc-dim") t.model.arc_dim = static_cast<int>(parse_integer(a, value(a), 1, 8192));
-      else if (a == "--label-dim") t.model.label_dim = static_cast<int>(parse_integer(a, value(a), 1, 4096));
-      else if (a == "--dropout") t.model.encoder_dropout = t.model.attention_dropout = parse_real(a, value(a), 0, 0.95);
-      else if (a == "--mlp-dropout") t.model.mlp_dropout = parse_real(a, value(a), 0, 0.95);
-      else if (a == "--embedding-dropout") t.model.embedding_dropout = parse_real(a, value(a), 0, 0.95);
-      else if (a == "--no-chars") t.model.use_chars = false;
-      else if (a == "--no-relative-bias") t.model.relative_bias = false;
-      else if (a == "--no-tagger") t.tagger = false;
-      else if (a == "--half") t.half = true;
-      else throw UsageError("unknown option for 'parse train': " + a);
-      continue;
-    }
-    if (c.command == Command::Export) {
-      if (a == "--output") c.export_.output_path = value(a);
-      else throw UsageError("unknown option for 'parse export': " + a);
-      continue;
-    }
-    if (c.command == Command::Eval) {
-      if (a == "--gold") c.eval.gold_path = value(a);
-      else if (a == "--raw") c.eval.raw = true;
-      else if (a == "--tokenize-only") c.eval.tokenize_only = true;
-      else throw UsageError("unknown option for 'parse eval': " + a);
-      continue;
-    }
-    if (a == "--input") c.parse.input_path = value(a);
-    else if (a == "--output") c.parse.output_path = value(a);
-    else if (a == "--replace-invalid-utf8") c.parse.replace_invalid_utf8 = true;
-    else if (a == "--format") {
-      c.parse.format = value(a);
-      if (c.parse.format != "auto" && c.parse.format != "text" && c.parse.format != "conllu" && c.parse.format != "tokens")
-        throw UsageError("--format takes auto, text, conllu or tokens, got '" + c.parse.format + "'");
-    } else throw UsageError("unknown option: " + a + (a.rfind("--", 0) == 0 ? "" : " (commands: train, train-tokenizer, eval, export)"));
   }
+};
+
+// The command named by the first argument (none: parsing), and how many
+// arguments that name took.
+inline std::size_t read_command(const std::vector<std::string>& args, Command& command) {
+  if (args.empty()) return 0;
+  if (args[0] == "train") command = Command::Train;
+  else if (args[0] == "train-tokenizer") command = Command::TrainTokenizer;
+  else if (args[0] == "eval") command = Command::Eval;
+  else if (args[0] == "export") command = Command::Export;
+  else return 0;
+  return 1;
+}
+
+// The options every command shares (--threads, --model, and --tokenizer
+// where it names a model to read); false when `a` is not one of them.
+inline bool read_shared_option(const std::string& a, ArgumentCursor& in, Config& c) {
+  if (a == "--threads") {
+    const int v = static_cast<int>(parse_integer(a, in.value(a), 1, 1024));
+    c.train.threads = c.parse.threads = c.eval.threads = c.train_tokenizer.threads = v;
+    return true;
+  }
+  if (a == "--model") {
+    const std::string& v = in.value(a);
+    c.train.model_path = c.parse.model_path = c.eval.model_path = c.export_.model_path = c.train_tokenizer.model_path = v;
+    return true;
+  }
+  if (a == "--tokenizer" && c.command != Command::TrainTokenizer) {
+    c.parse.tokenizer_path = c.eval.tokenizer_path = in.value(a);
+    return true;
+  }
+  return false;
+}
+
+// --dilations D,D,...: each a whole number, at most 64 of them.
+inline std::vector<int> read_dilations(const std::string& flag, const std::string& v) {
+  std::vector<int> dilations;
+  for (std::size_t p = 0; p <= v.size();) {
+    const std::size_t q = std::min(v.find(',', p), v.size());
+    dilations.push_back(static_cast<int>(parse_integer(flag, v.substr(p, q - p), 1, 4096)));
+    p = q + 1;
+  }
+  if (dilations.size() > 64) throw UsageError("--dilations takes at most 64 layers");
+  return dilations;
+}
+
+inline void read_train_tokenizer_option(const std::string& a, ArgumentCursor& in, TokenizerTrainConfig& k) {
+  auto& o = k.options;
+  if (a == "--train") k.train_path = in.value(a);
+  else if (a == "--dev") k.dev_path = in.value(a);
+  else if (a == "--log") k.log_path = in.value(a);
+  else if (a == "--epochs") o.epochs = static_cast<int>(parse_integer(a, in.value(a), 1, 100000));
+  else if (a == "--patience") o.patience = static_cast<int>(parse_integer(a, in.value(a), 1, 100000));
+  else if (a == "--channels") o.model.net.channels = static_cast<int>(parse_integer(a, in.value(a), 1, 4096));
+  else if (a == "--char-dim") o.model.net.char_dim = static_cast<int>(parse_integer(a, in.value(a), 1, 4096));
+  else if (a == "--seed") o.seed = static_cast<std::uint64_t>(parse_integer(a, in.value(a), 0, 1 << 30));
+  else if (a == "--lr") o.lr = parse_real(a, in.value(a), 1e-8, 10);
+  else if (a == "--lr-decay") o.lr_decay = parse_real(a, in.value(a), 1e-6, 1);
+  else if (a == "--batch-chars") o.batch_chars = parse_integer(a, in.value(a), 16, 1 << 24);
+  else if (a == "--char-dropout") o.char_dropout = parse_real(a, in.value(a), 0, 0.95);
+  else if (a == "--dilations") o.model.net.dilations = read_dilations(a, in.value(a));
+  else throw UsageError("unknown option for 'parse train-tokenizer': " + a);
+}
+
+// parse train's model sizes and dropout rates; false when `a` is not one.
+inline bool read_model_option(const std::string& a, ArgumentCursor& in, synattn::parse::ParserOptions& m) {
+  if (a == "--d-model") m.d_model = static_cast<int>(parse_integer(a, in.value(a), 1, 8192));
+  else if (a == "--layers") m.layers = static_cast<int>(parse_integer(a, in.value(a), 1, 64));
+  else if (a == "--heads") m.heads = static_cast<int>(parse_integer(a, in.value(a), 1, 64));
+  else if (a == "--d-ff") m.d_ff = static_cast<int>(parse_integer(a, in.value(a), 1, 65536));
+  else if (a == "--word-dim") m.word_dim = static_cast<int>(parse_integer(a, in.value(a), 1, 4096));
+  else if (a == "--char-filters") m.char_filters = static_cast<int>(parse_integer(a, in.value(a), 1, 4096));
+  else if (a == "--arc-dim") m.arc_dim = static_cast<int>(parse_integer(a, in.value(a), 1, 8192));
+  else if (a == "--label-dim") m.label_dim = static_cast<int>(parse_integer(a, in.value(a), 1, 4096));
+  else if (a == "--dropout") m.encoder_dropout = m.attention_dropout = parse_real(a, in.value(a), 0, 0.95);
+  else if (a == "--mlp-dropout") m.mlp_dropout = parse_real(a, in.value(a), 0, 0.95);
+  else if (a == "--embedding-dropout") m.embedding_dropout = parse_real(a, in.value(a), 0, 0.95);
+  else if (a == "--no-chars") m.use_chars = false;
+  else if (a == "--no-relative-bias") m.relative_bias = false;
+  else return false;
+  return true;
+}
+
+inline void read_train_option(const std::string& a, ArgumentCursor& in, TrainConfig& t) {
+  if (a == "--train") t.train_path = in.value(a);
+  else if (a == "--dev") t.dev_path = in.value(a);
+  else if (a == "--checkpoint") t.checkpoint_path = in.value(a);
+  else if (a == "--resume") t.resume_path = in.value(a);
+  else if (a == "--log") t.log_path = in.value(a);
+  else if (a == "--epochs") t.epochs = static_cast<int>(parse_integer(a, in.value(a), 1, 100000));
+  else if (a == "--patience") t.patience = static_cast<int>(parse_integer(a, in.value(a), 1, 100000));
+  else if (a == "--seed") t.seed = static_cast<int>(parse_integer(a, in.value(a), 0, 1 << 30));
+  else if (a == "--min-count") t.min_count = static_cast<int>(parse_integer(a, in.value(a), 1, 1 << 30));
+  else if (a == "--batch-tokens") t.batch_tokens = parse_integer(a, in.value(a), 16, 1 << 24);
+  else if (a == "--progress-every") t.progress_every = parse_integer(a, in.value(a), 0, 1LL << 40);
+  else if (a == "--warmup") t.warmup = parse_integer(a, in.value(a), 0, 1LL << 40);
+  else if (a == "--lr") t.lr = parse_real(a, in.value(a), 1e-8, 10);
+  else if (a == "--clip") t.clip = parse_real(a, in.value(a), 0, 1e6);
+  else if (a == "--decay-steps") t.decay_steps = parse_real(a, in.value(a), 0, 1e12);
+  else if (read_model_option(a, in, t.model)) return;
+  else if (a == "--no-tagger") t.tagger = false;
+  else if (a == "--half") t.half = true;
+  else throw UsageError("unknown option for 'parse train': " + a);
+}
+
+inline void read_export_option(const std::string& a, ArgumentCursor& in, ExportConfig& e) {
+  if (a == "--output") e.output_path = in.value(a);
+  else throw UsageError("unknown option for 'parse export': " + a);
+}
+
+inline void read_eval_option(const std::string& a, ArgumentCursor& in, EvalConfig& e) {
+  if (a == "--gold") e.gold_path = in.value(a);
+  else if (a == "--raw") e.raw = true;
+  else if (a == "--tokenize-only") e.tokenize_only = true;
+  else throw UsageError("unknown option for 'parse eval': " + a);
+}
+
+inline void read_parse_option(const std::string& a, ArgumentCursor& in, ParseConfig& p) {
+  if (a == "--input") p.input_path = in.value(a);
+  else if (a == "--output") p.output_path = in.value(a);
+  else if (a == "--replace-invalid-utf8") p.replace_invalid_utf8 = true;
+  else if (a == "--format") {
+    p.format = in.value(a);
+    if (p.format != "auto" && p.format != "text" && p.format != "conllu" && p.format != "tokens")
+      throw UsageError("--format takes auto, text, conllu or tokens, got '" + p.format + "'");
+  } else throw UsageError("unknown option: " + a + (a.rfind("--", 0) == 0 ? "" : " (commands: train, train-tokenizer, eval, export)"));
+}
+
+// An option of the command being read, after the shared ones.
+inline void read_command_option(const std::string& a, ArgumentCursor& in, Config& c) {
+  switch (c.command) {
+    case Command::TrainTokenizer: return read_train_tokenizer_option(a, in, c.train_tokenizer);
+    case Command::Train: return read_train_option(a, in, c.train);
+    case Command::Export: return read_export_option(a, in, c.export_);
+    case Command::Eval: return read_eval_option(a, in, c.eval);
+    case Command::Parse:
+    case Command::Help: return read_parse_option(a, in, c.parse);
+  }
+}
+
+// What each command cannot run without, checked once every option is read.
+inline void check_required_options(const Config& c) {
   if (c.command == Command::Train) {
+    const TrainConfig& t = c.train;
     if (t.train_path.empty() || t.dev_path.empty() || t.model_path.empty())
       throw UsageError("parse train needs --train, --dev and --model");
   }
@@ -281,6 +311,24 @@ inline Config parse_command_line(const std::vector<std::string>& args) {
     throw UsageError("--tokenize-only goes with parse eval --raw");
   if (c.command == Command::Export && (c.export_.model_path.empty() || c.export_.output_path.empty()))
     throw UsageError("parse export needs --model FILE and --output FILE");
+}
+
+inline Config parse_command_line(const std::vector<std::string>& args) {
+  Config c;
+  ArgumentCursor in{args, read_command(args, c.command)};
+  // What a trained model records of the command that made it.
+  std::string command_line = "parse";
+  for (const auto& a : args) command_line += " " + a;
+  c.train.command_line = c.train_tokenizer.command_line = command_line;
+  for (; !in.done(); ++in.i) {
+    const std::string& a = in.current();
+    if (a == "--help" || a == "-h") {
+      c.command = Command::Help;
+      return c;
+    }
+    if (!read_shared_option(a, in, c)) read_command_option(a, in, c);
+  }
+  check_required_options(c);
   return c;
 }
 

@@ -17,6 +17,7 @@
 #include <synattn/train/schedules.hpp>
 #include <synattn/util/metadata_number.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -211,227 +212,359 @@ inline std::string resumed_log_records(const std::string& path, int first_epoch)
   return kept;
 }
 
-inline int run_train(const TrainConfig& cfg, std::ostream& log) {
-  using namespace synattn::parse;
-  const auto t0 = Clock::now();
-  // Everything that can be refused is refused before the first step.
+// Everything a training run carries from step to step and epoch to epoch:
+// its data, the model and optimizer, where it stands (what a checkpoint
+// keeps), and the throughput counters of its progress lines.
+struct TrainRun {
+  const TrainConfig& cfg;
+  std::ostream& log;
+  Clock::time_point t0 = Clock::now();
+  std::vector<synattn::ConlluSentence> train, dev;
+  std::string data;  // data_signature(cfg)
+  synattn::Adam<float> adam;
+  std::optional<synattn::parse::ParserModel> model;
+  // Where the run stands: after epoch first_epoch at the start (0, or the
+  // checkpoint's when resumed), then after each epoch trained.
+  int first_epoch = 0, best_epoch = 0, since_best = 0;
+  double best_las = -1;
+  long long step = 0;
+  bool model_written = false;  // by this run
+  std::string records;         // --log's lines so far
+  std::vector<synattn::parse::EncodedSentence> train_corpus, dev_corpus;
+  std::vector<long long> first_word;  // each training sentence's first word, counting from the file's start
+  long long train_words = 0;
+  synattn::parse::ParserBatch batch;
+  synattn::parse::ParserCache<float> cache;
+  synattn::RandomStream root;
+  Clock::time_point train_start;
+  long long trained_words = 0;
+  double step_seconds = 0;
+
+  TrainRun(const TrainConfig& c, std::ostream& l)
+      : cfg(c), log(l), adam(adam_options(c)), root(static_cast<std::uint64_t>(c.seed)) {}
+
+  static synattn::AdamOptions adam_options(const TrainConfig& c) {
+    synattn::AdamOptions o;
+    o.lr = c.lr;
+    o.beta1 = 0.9;
+    o.beta2 = c.beta2;
+    return o;
+  }
+  double train_words_per_second() const { return static_cast<double>(trained_words) / std::max(1e-9, step_seconds); }
+};
+
+// Everything that can be refused is refused before the first step: the
+// output paths, then empty data files.
+inline void check_outputs_and_read_data(TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
   check_writable(cfg.model_path, "--model");
   if (!cfg.checkpoint_path.empty()) check_writable(cfg.checkpoint_path, "--checkpoint");
   if (!cfg.log_path.empty()) check_writable(cfg.log_path, "--log");
-  const std::vector<synattn::ConlluSentence> train = read_treebank(cfg.train_path, "training");
-  const std::vector<synattn::ConlluSentence> dev = read_treebank(cfg.dev_path, "dev");
-  const std::string data = data_signature(cfg);
+  run.train = read_treebank(cfg.train_path, "training");
+  run.dev = read_treebank(cfg.dev_path, "dev");
+  run.data = data_signature(cfg);
+}
 
-  std::optional<ParserModel> model;
-  synattn::AdamOptions adam_options;
-  adam_options.lr = cfg.lr;
-  adam_options.beta1 = 0.9;
-  adam_options.beta2 = cfg.beta2;
-  synattn::Adam<float> adam(adam_options);
-  int first_epoch = 0, best_epoch = 0, since_best = 0;
-  bool model_written = false;  // by this run
-  double best_las = -1;
-  long long step = 0;
-  if (!cfg.resume_path.empty()) {
-    synattn::CheckpointInfo info;
-    model.emplace(ParserModel::load(cfg.resume_path, &adam, &info));
-    step = info.step;
-    const auto get = [&](const char* key) -> std::string {
-      const auto it = info.metadata.find(key);
-      if (it == info.metadata.end())
-        throw synattn::ParseError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
-      return it->second;
-    };
-    // The command line must describe the run being continued.
-    synattn::parse::ParserOptions asked = cfg.model;
-    asked.num_upos = cfg.tagger ? 1 : 0;
-    const std::string want = get(kSignatureKey), have = run_signature(cfg, asked, data);
-    if (want != have) {
-      // Compared by name: a line only one side has is named too.
-      const auto lines = [](const std::string& text) {
-        std::map<std::string, std::string> m;
-        std::istringstream in(text);
-        for (std::string x; std::getline(in, x);) m[x.substr(0, x.find('='))] = x.find('=') == std::string::npos ? "" : x.substr(x.find('=') + 1);
-        return m;
-      };
-      const auto was = lines(want), now = lines(have);
-      for (const char* flag : {"--train", "--dev"}) {
-        const auto a = was.find(flag), b = now.find(flag);
-        if (a == was.end() || a->second != b->second)
-          throw UsageError("--resume " + cfg.resume_path + ": " + flag + " " +
-                           (std::string(flag) == "--train" ? cfg.train_path : cfg.dev_path) +
-                           " is not the file the checkpoint's run trained on (it had " +
-                           (a == was.end() ? std::string("no record of its data") : a->second) + "; this file has " +
-                           b->second + "); resume with the data that started it");
-      }
-      std::string differ;
-      for (const auto& kv : now) {
-        const auto a = was.find(kv.first);
-        if (a == was.end() || a->second != kv.second)
-          differ += (differ.empty() ? "" : ", ") + kv.first + " was " + (a == was.end() ? std::string("unset") : a->second) +
-                    ", now " + kv.second;
-      }
-      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run had other options (" + differ +
-                       "); resume with the command line that started it");
-    }
-    // Whole numbers in range, named with the file (util/metadata_number.hpp):
-    // std::stoi read "-5x" as -5 and said only "stoi" for "abc", and a best
-    // LAS of "nan" trained on without ever saving the model.
-    first_epoch = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kEpochKey, get(kEpochKey), 0, kMaxEpochs));
-    best_las = synattn::metadata_real(cfg.resume_path, kBestKey, get(kBestKey), -1, 100);
-    best_epoch = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kBestEpochKey, get(kBestEpochKey), 0, first_epoch));
-    since_best = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kSinceBestKey, get(kSinceBestKey), 0, first_epoch));
-    // A finished run has nothing left to train: going on would exit 0 naming
-    // a --model file that this run never wrote.
-    if (first_epoch >= cfg.epochs)
-      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run already trained " +
-                       std::to_string(first_epoch) + " epochs (--epochs " + std::to_string(cfg.epochs) +
-                       "): nothing to train; pass a larger --epochs to extend it");
-    if (since_best >= cfg.patience)
-      throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run stopped early (no better dev LAS for " +
-                       std::to_string(since_best) + " epochs, --patience " + std::to_string(cfg.patience) +
-                       "): nothing to train; pass a larger --patience to extend it");
-    log << "resumed from " << cfg.resume_path << " after epoch " << first_epoch << " (step " << step << ", best dev LAS "
-        << best_las << " at epoch " << best_epoch << ")\n";
-  } else {
-    ParserVocabulary vocab = ParserVocabulary::build(train, cfg.min_count);
-    ParserOptions o = cfg.model;
-    o.num_words = vocab.num_words();
-    o.num_chars = vocab.num_chars();
-    o.num_labels = vocab.num_labels();
-    o.num_upos = cfg.tagger ? vocab.num_upos() : 0;
-    o.seed = static_cast<std::uint64_t>(cfg.seed);
-    model.emplace(o, std::move(vocab));
-  }
-  // The records so far: a resumed run continues the log of the run it resumes.
-  std::string records;
-  if (!cfg.log_path.empty() && !cfg.resume_path.empty() && first_epoch > 0) {
-    std::error_code ec;
-    if (std::filesystem::exists(cfg.log_path, ec)) records = resumed_log_records(cfg.log_path, first_epoch);
-  }
-  const ParserVocabulary& vocab = model->vocabulary();
-  std::vector<EncodedSentence> train_corpus, dev_corpus;
-  std::vector<long long> first_word;
-  long long train_words = 0;
-  for (const auto& s : train) {
-    first_word.push_back(train_words);
-    train_words += static_cast<long long>(s.words.size());
-    train_corpus.push_back(encode_sentence(s, vocab));
-  }
-  for (const auto& s : dev) dev_corpus.push_back(encode_sentence(s, vocab));
-  auto& parser = model->parser();
-  log << synattn::build_info() << "\n";
-  log << "train " << cfg.train_path << ": " << train.size() << " sentences, " << train_words << " words; dev "
-      << cfg.dev_path << ": " << dev.size() << " sentences\n";
-  log << "model: " << vocab.num_words() << " words, " << vocab.num_chars() << " characters, " << vocab.num_labels()
-      << " relations, " << vocab.num_upos() << " tags; d_model " << parser.options().d_model << ", "
-      << parser.options().layers << " layers, " << parser.options().heads << " heads, relative bias "
-      << (parser.options().relative_bias ? "on" : "off") << ", chars " << (parser.options().use_chars ? "on" : "off")
-      << "; " << parser.parameter_count() << " parameters\n";
+// A run signature's "name=value" lines by name (a line without '=' has an
+// empty value).
+inline std::map<std::string, std::string> signature_lines(const std::string& text) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  for (std::string x; std::getline(in, x);) m[x.substr(0, x.find('='))] = x.find('=') == std::string::npos ? "" : x.substr(x.find('=') + 1);
+  return m;
+}
 
-  ParserBatch batch;
-  ParserCache<float> cache;
-  const synattn::RandomStream root(static_cast<std::uint64_t>(cfg.seed));
-  const auto train_start = Clock::now();
-  long long trained_words = 0;
-  double step_seconds = 0;
-  for (int epoch = first_epoch; epoch < cfg.epochs; ++epoch) {
-    const synattn::RandomStream shuffle = root.derive(1).derive(static_cast<std::uint64_t>(epoch));
-    const auto batches = token_budget_batches(train_corpus, cfg.batch_tokens, &shuffle);
-    WordDropoutRule wd;
-    wd.alpha = cfg.word_dropout_alpha;
-    wd.stream = root.derive(2).derive(static_cast<std::uint64_t>(epoch));
-    double loss_sum = 0;
-    long long epoch_words = 0;
-    for (const auto& indices : batches) {
-      make_parser_batch(train_corpus, indices, vocab, wd, &first_word, batch);
-      const auto s0 = Clock::now();
-      const synattn::RandomStream drop = root.derive(3).derive(static_cast<std::uint64_t>(step));
-      parser.zero_grad();
-      const ParserLoss l = parser.loss_and_backward(batch, cache, &drop);
-      if (cfg.clip > 0) synattn::clip_grad_norm(parser.parameter_store(), cfg.clip);
-      ++step;
-      const double decay = cfg.decay_steps > 0 ? std::pow(0.75, static_cast<double>(step) / cfg.decay_steps) : 1.0;
-      adam.set_lr(cfg.lr * synattn::warmup_constant(step, cfg.warmup) * decay);
-      adam.step(parser.parameter_store());
-      step_seconds += seconds_since(s0);
-      loss_sum += l.loss * static_cast<double>(batch.words_count);
-      epoch_words += batch.words_count;
-      trained_words += batch.words_count;
-      if (cfg.progress_every > 0 && step % cfg.progress_every == 0) {
-        char line[200];
-        std::snprintf(line, sizeof line, "  step %lld loss %.4f %.0f words/s lr %.2e", step,
-                      loss_sum / static_cast<double>(std::max<long long>(1, epoch_words)),
-                      static_cast<double>(trained_words) / std::max(1e-9, step_seconds), adam.lr());
-        log << line << std::endl;
-      }
-    }
-    const DevScores d = score_corpus(*model, dev_corpus, 4096);
-    const bool improved = d.las > best_las;
-    if (improved) {
-      best_las = d.las;
-      best_epoch = epoch + 1;
-      since_best = 0;
-      // The model names the command and the code that made it.
-      const std::map<std::string, std::string> note = {{"train.dev_uas", std::to_string(d.uas)},
-                                                        {"train.dev_las", std::to_string(d.las)},
-                                                        {"train.epochs", std::to_string(epoch + 1)},
-                                                        {"train.command", cfg.command_line},
-                                                        {"train.source_commit", SYNATTN_SOURCE_COMMIT}};
-      if (cfg.half)
-        model->save_half(cfg.model_path, note);
-      else
-        model->save(cfg.model_path, nullptr, step, note);
-      model_written = true;
-    } else {
-      ++since_best;
-    }
-    const double elapsed = seconds_since(train_start);
-    const double eta = elapsed / static_cast<double>(epoch + 1 - first_epoch) * static_cast<double>(cfg.epochs - epoch - 1);
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "epoch %d/%d loss %.4f dev UAS %.2f LAS %.2f%s train %.0f words/s parse %.0f words/s elapsed %s ETA %s",
-                  epoch + 1, cfg.epochs, loss_sum / static_cast<double>(std::max<long long>(1, epoch_words)), d.uas, d.las,
-                  improved ? " (best, saved)" : "", static_cast<double>(trained_words) / std::max(1e-9, step_seconds),
-                  d.words_per_second, train_deprel::format_duration(elapsed).c_str(), train_deprel::format_duration(eta).c_str());
-    log << line << std::endl;
-    if (!cfg.log_path.empty()) {
-      EpochRecord r;
-      r.epoch = epoch + 1;
-      r.loss = loss_sum / static_cast<double>(std::max<long long>(1, epoch_words));
-      r.dev = d;
-      r.train_words_per_second = static_cast<double>(trained_words) / std::max(1e-9, step_seconds);
-      r.seconds = elapsed;
-      r.best = improved;
-      records += epoch_record_line(r);
-      // The whole log again, atomically, every epoch: a run stopped at any
-      // point leaves the record of every epoch it finished.
-      synattn::write_file_atomically(cfg.log_path, records, "parse train");
-    }
-    if (!cfg.checkpoint_path.empty())
-      model->save(cfg.checkpoint_path, &adam, step,
-                  {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, exact_text(best_las)},
-                   {kBestEpochKey, std::to_string(best_epoch)}, {kSinceBestKey, std::to_string(since_best)},
-                   {kSignatureKey, run_signature(cfg, parser.options(), data)}});
-    if (since_best >= cfg.patience) {
-      log << "no better dev LAS for " << cfg.patience << " epochs: stopping\n";
+// The command line must describe the run being continued: `want` is the
+// checkpoint's signature, `have` this command line's. Compared by name, a
+// line only one side has named too; other data files are named first.
+inline void check_resume_signature(const TrainConfig& cfg, const std::string& want, const std::string& have) {
+  if (want == have) return;
+  const auto was = signature_lines(want), now = signature_lines(have);
+  for (const char* flag : {"--train", "--dev"}) {
+    const auto a = was.find(flag), b = now.find(flag);
+    if (a == was.end() || a->second != b->second)
+      throw UsageError("--resume " + cfg.resume_path + ": " + flag + " " +
+                       (std::string(flag) == "--train" ? cfg.train_path : cfg.dev_path) +
+                       " is not the file the checkpoint's run trained on (it had " +
+                       (a == was.end() ? std::string("no record of its data") : a->second) + "; this file has " +
+                       b->second + "); resume with the data that started it");
+  }
+  std::string differ;
+  for (const auto& kv : now) {
+    const auto a = was.find(kv.first);
+    if (a == was.end() || a->second != kv.second)
+      differ += (differ.empty() ? "" : ", ") + kv.first + " was " + (a == was.end() ? std::string("unset") : a->second) +
+                ", now " + kv.second;
+  }
+  throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run had other options (" + differ +
+                   "); resume with the command line that started it");
+}
+
+// A finished run has nothing left to train: going on would exit 0 naming a
+// --model file that this run never wrote.
+inline void check_resume_has_epochs_left(const TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  if (run.first_epoch >= cfg.epochs)
+    throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run already trained " +
+                     std::to_string(run.first_epoch) + " epochs (--epochs " + std::to_string(cfg.epochs) +
+                     "): nothing to train; pass a larger --epochs to extend it");
+  if (run.since_best >= cfg.patience)
+    throw UsageError("--resume " + cfg.resume_path + ": the checkpoint's run stopped early (no better dev LAS for " +
+                     std::to_string(run.since_best) + " epochs, --patience " + std::to_string(cfg.patience) +
+                     "): nothing to train; pass a larger --patience to extend it");
+}
+
+// --resume: the model, the optimizer's state and where the run stood, from
+// the checkpoint, once it is known to continue this very run.
+inline void resume_from_checkpoint(TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  synattn::CheckpointInfo info;
+  run.model.emplace(synattn::parse::ParserModel::load(cfg.resume_path, &run.adam, &info));
+  run.step = info.step;
+  const auto get = [&](const char* key) -> std::string {
+    const auto it = info.metadata.find(key);
+    if (it == info.metadata.end())
+      throw synattn::ParseError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
+    return it->second;
+  };
+  synattn::parse::ParserOptions asked = cfg.model;
+  asked.num_upos = cfg.tagger ? 1 : 0;
+  const std::string want = get(kSignatureKey), have = run_signature(cfg, asked, run.data);
+  check_resume_signature(cfg, want, have);
+  // Whole numbers in range, named with the file (util/metadata_number.hpp):
+  // std::stoi read "-5x" as -5 and said only "stoi" for "abc", and a best
+  // LAS of "nan" trained on without ever saving the model.
+  run.first_epoch = static_cast<int>(synattn::metadata_integer(cfg.resume_path, kEpochKey, get(kEpochKey), 0, kMaxEpochs));
+  run.best_las = synattn::metadata_real(cfg.resume_path, kBestKey, get(kBestKey), -1, 100);
+  run.best_epoch =
+      static_cast<int>(synattn::metadata_integer(cfg.resume_path, kBestEpochKey, get(kBestEpochKey), 0, run.first_epoch));
+  run.since_best =
+      static_cast<int>(synattn::metadata_integer(cfg.resume_path, kSinceBestKey, get(kSinceBestKey), 0, run.first_epoch));
+  check_resume_has_epochs_left(run);
+  run.log << "resumed from " << cfg.resume_path << " after epoch " << run.first_epoch << " (step " << run.step
+          << ", best dev LAS " << run.best_las << " at epoch " << run.best_epoch << ")\n";
+}
+
+// A new run: the vocabulary from the training data, the sizes from the
+// command line.
+inline void create_model(TrainRun& run) {
+  using namespace synattn::parse;
+  const TrainConfig& cfg = run.cfg;
+  ParserVocabulary vocab = ParserVocabulary::build(run.train, cfg.min_count);
+  ParserOptions o = cfg.model;
+  o.num_words = vocab.num_words();
+  o.num_chars = vocab.num_chars();
+  o.num_labels = vocab.num_labels();
+  o.num_upos = cfg.tagger ? vocab.num_upos() : 0;
+  o.seed = static_cast<std::uint64_t>(cfg.seed);
+  run.model.emplace(o, std::move(vocab));
+}
+
+// The records so far: a resumed run continues the log of the run it resumes.
+inline void read_resumed_records(TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  if (cfg.log_path.empty() || cfg.resume_path.empty() || run.first_epoch == 0) return;
+  std::error_code ec;
+  if (std::filesystem::exists(cfg.log_path, ec)) run.records = resumed_log_records(cfg.log_path, run.first_epoch);
+}
+
+// Both treebanks in the model's vocabulary; the training sentences' first
+// words counted for word dropout.
+inline void encode_corpora(TrainRun& run) {
+  const synattn::parse::ParserVocabulary& vocab = run.model->vocabulary();
+  for (const auto& s : run.train) {
+    run.first_word.push_back(run.train_words);
+    run.train_words += static_cast<long long>(s.words.size());
+    run.train_corpus.push_back(synattn::parse::encode_sentence(s, vocab));
+  }
+  for (const auto& s : run.dev) run.dev_corpus.push_back(synattn::parse::encode_sentence(s, vocab));
+}
+
+inline void log_run_summary(const TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  const synattn::parse::ParserVocabulary& vocab = run.model->vocabulary();
+  const auto& parser = run.model->parser();
+  run.log << synattn::build_info() << "\n";
+  run.log << "train " << cfg.train_path << ": " << run.train.size() << " sentences, " << run.train_words
+          << " words; dev " << cfg.dev_path << ": " << run.dev.size() << " sentences\n";
+  run.log << "model: " << vocab.num_words() << " words, " << vocab.num_chars() << " characters, " << vocab.num_labels()
+          << " relations, " << vocab.num_upos() << " tags; d_model " << parser.options().d_model << ", "
+          << parser.options().layers << " layers, " << parser.options().heads << " heads, relative bias "
+          << (parser.options().relative_bias ? "on" : "off") << ", chars "
+          << (parser.options().use_chars ? "on" : "off") << "; " << parser.parameter_count() << " parameters\n";
+}
+
+// An epoch's training loss: the words' mean, summed batch by batch.
+struct EpochLoss {
+  double sum = 0;
+  long long words = 0;
+  double mean() const { return sum / static_cast<double>(std::max<long long>(1, words)); }
+};
+
+// One optimizer step on run.batch: gradients, clipping, the learning rate
+// of this step (warm-up, then decay), Adam. Returns the batch's mean loss.
+inline double train_step(TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  auto& parser = run.model->parser();
+  const auto s0 = Clock::now();
+  const synattn::RandomStream drop = run.root.derive(3).derive(static_cast<std::uint64_t>(run.step));
+  parser.zero_grad();
+  const synattn::parse::ParserLoss l = parser.loss_and_backward(run.batch, run.cache, &drop);
+  if (cfg.clip > 0) synattn::clip_grad_norm(parser.parameter_store(), cfg.clip);
+  ++run.step;
+  const double decay = cfg.decay_steps > 0 ? std::pow(0.75, static_cast<double>(run.step) / cfg.decay_steps) : 1.0;
+  run.adam.set_lr(cfg.lr * synattn::warmup_constant(run.step, cfg.warmup) * decay);
+  run.adam.step(parser.parameter_store());
+  run.step_seconds += seconds_since(s0);
+  return l.loss;
+}
+
+// --progress-every N: a line every N steps.
+inline void log_step_progress(const TrainRun& run, const EpochLoss& loss) {
+  if (run.cfg.progress_every <= 0 || run.step % run.cfg.progress_every != 0) return;
+  char line[200];
+  std::snprintf(line, sizeof line, "  step %lld loss %.4f %.0f words/s lr %.2e", run.step, loss.mean(),
+                run.train_words_per_second(), run.adam.lr());
+  run.log << line << std::endl;
+}
+
+// One pass over the training data, shuffled into token-budget batches and
+// with word dropout drawn for this epoch.
+inline EpochLoss train_epoch(TrainRun& run, int epoch) {
+  using namespace synattn::parse;
+  const TrainConfig& cfg = run.cfg;
+  const synattn::RandomStream shuffle = run.root.derive(1).derive(static_cast<std::uint64_t>(epoch));
+  const auto batches = token_budget_batches(run.train_corpus, cfg.batch_tokens, &shuffle);
+  WordDropoutRule wd;
+  wd.alpha = cfg.word_dropout_alpha;
+  wd.stream = run.root.derive(2).derive(static_cast<std::uint64_t>(epoch));
+  EpochLoss loss;
+  for (const auto& indices : batches) {
+    make_parser_batch(run.train_corpus, indices, run.model->vocabulary(), wd, &run.first_word, run.batch);
+    const double batch_loss = train_step(run);
+    loss.sum += batch_loss * static_cast<double>(run.batch.words_count);
+    loss.words += run.batch.words_count;
+    run.trained_words += run.batch.words_count;
+    log_step_progress(run, loss);
+  }
+  return loss;
+}
+
+// A better dev LAS: the model saved (F16 with --half), naming the command
+// and the code that made it. Otherwise one more epoch without a gain.
+inline bool keep_if_best(TrainRun& run, int epoch, const DevScores& d) {
+  if (!(d.las > run.best_las)) {
+    ++run.since_best;
+    return false;
+  }
+  const TrainConfig& cfg = run.cfg;
+  run.best_las = d.las;
+  run.best_epoch = epoch + 1;
+  run.since_best = 0;
+  const std::map<std::string, std::string> note = {{"train.dev_uas", std::to_string(d.uas)},
+                                                    {"train.dev_las", std::to_string(d.las)},
+                                                    {"train.epochs", std::to_string(epoch + 1)},
+                                                    {"train.command", cfg.command_line},
+                                                    {"train.source_commit", SYNATTN_SOURCE_COMMIT}};
+  if (cfg.half)
+    run.model->save_half(cfg.model_path, note);
+  else
+    run.model->save(cfg.model_path, nullptr, run.step, note);
+  run.model_written = true;
+  return true;
+}
+
+inline void log_epoch_line(const TrainRun& run, int epoch, const EpochLoss& loss, const DevScores& d, bool improved,
+                           double elapsed) {
+  const TrainConfig& cfg = run.cfg;
+  const double eta = elapsed / static_cast<double>(epoch + 1 - run.first_epoch) * static_cast<double>(cfg.epochs - epoch - 1);
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "epoch %d/%d loss %.4f dev UAS %.2f LAS %.2f%s train %.0f words/s parse %.0f words/s elapsed %s ETA %s",
+                epoch + 1, cfg.epochs, loss.mean(), d.uas, d.las, improved ? " (best, saved)" : "",
+                run.train_words_per_second(), d.words_per_second, train_deprel::format_duration(elapsed).c_str(),
+                train_deprel::format_duration(eta).c_str());
+  run.log << line << std::endl;
+}
+
+// --log: the epoch's record added, and the whole log written again,
+// atomically, every epoch: a run stopped at any point leaves the record of
+// every epoch it finished.
+inline void write_epoch_record(TrainRun& run, int epoch, const EpochLoss& loss, const DevScores& d, bool improved,
+                               double elapsed) {
+  if (run.cfg.log_path.empty()) return;
+  EpochRecord r;
+  r.epoch = epoch + 1;
+  r.loss = loss.mean();
+  r.dev = d;
+  r.train_words_per_second = run.train_words_per_second();
+  r.seconds = elapsed;
+  r.best = improved;
+  run.records += epoch_record_line(r);
+  synattn::write_file_atomically(run.cfg.log_path, run.records, "parse train");
+}
+
+// --checkpoint: the model, Adam's state and where the run stands after `epoch`.
+inline void save_checkpoint(TrainRun& run, int epoch) {
+  const TrainConfig& cfg = run.cfg;
+  if (cfg.checkpoint_path.empty()) return;
+  run.model->save(cfg.checkpoint_path, &run.adam, run.step,
+                  {{kEpochKey, std::to_string(epoch + 1)}, {kBestKey, exact_text(run.best_las)},
+                   {kBestEpochKey, std::to_string(run.best_epoch)}, {kSinceBestKey, std::to_string(run.since_best)},
+                   {kSignatureKey, run_signature(cfg, run.model->parser().options(), run.data)}});
+}
+
+// Trains from first_epoch up to --epochs, stopping early after --patience
+// epochs without a better dev LAS.
+inline void train_epochs(TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  run.train_start = Clock::now();
+  for (int epoch = run.first_epoch; epoch < cfg.epochs; ++epoch) {
+    const EpochLoss loss = train_epoch(run, epoch);
+    const DevScores d = score_corpus(*run.model, run.dev_corpus, 4096);
+    const bool improved = keep_if_best(run, epoch, d);
+    const double elapsed = seconds_since(run.train_start);
+    log_epoch_line(run, epoch, loss, d, improved, elapsed);
+    write_epoch_record(run, epoch, loss, d, improved, elapsed);
+    save_checkpoint(run, epoch);
+    if (run.since_best >= cfg.patience) {
+      run.log << "no better dev LAS for " << cfg.patience << " epochs: stopping\n";
       break;
     }
   }
-  // Only a file this run wrote is named as its model.
-  if (!model_written && cfg.resume_path.empty())
-    throw synattn::RuntimeError("parse train: no epoch gave a dev LAS to save (best " + exact_text(best_las) +
+}
+
+// The run's last line. Only a file this run wrote is named as its model.
+inline void log_run_result(const TrainRun& run) {
+  const TrainConfig& cfg = run.cfg;
+  if (!run.model_written && cfg.resume_path.empty())
+    throw synattn::RuntimeError("parse train: no epoch gave a dev LAS to save (best " + exact_text(run.best_las) +
                                 "): --model " + cfg.model_path + " was not written");
   char done[400];
-  if (model_written)
-    std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", best_las, best_epoch,
-                  cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
+  if (run.model_written)
+    std::snprintf(done, sizeof done, "best dev LAS %.2f at epoch %d; model %s; %s in all\n", run.best_las,
+                  run.best_epoch, cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(run.t0)).c_str());
   else
     std::snprintf(done, sizeof done,
                   "best dev LAS %.2f at epoch %d, saved by the run resumed; this run did not beat it and did not write "
                   "--model %s; %s in all\n",
-                  best_las, best_epoch, cfg.model_path.c_str(), train_deprel::format_duration(seconds_since(t0)).c_str());
-  log << done;
+                  run.best_las, run.best_epoch, cfg.model_path.c_str(),
+                  train_deprel::format_duration(seconds_since(run.t0)).c_str());
+  run.log << done;
+}
+
+inline int run_train(const TrainConfig& cfg, std::ostream& log) {
+  TrainRun run(cfg, log);
+  check_outputs_and_read_data(run);
+  if (!cfg.resume_path.empty())
+    resume_from_checkpoint(run);
+  else
+    create_model(run);
+  read_resumed_records(run);
+  encode_corpora(run);
+  log_run_summary(run);
+  train_epochs(run);
+  log_run_result(run);
   return 0;
 }
 
