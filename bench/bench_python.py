@@ -19,6 +19,9 @@ window of 1: synattn.torch with packed= (the fused, linear-memory path) against 
 where the step's time goes: embedding, attention, the rest of the layers, classifier and loss, each forward
 + backward timed alone on the inputs the step gave it, and Adam's step.
 
+--function-floor times what no binding can avoid at 1x16x256x4: an empty torch.autograd.Function with the
+module's inputs and outputs (x and 10 Parameters in, their gradients out) in the same step, and with x alone.
+
 Per case: a warm-up, then --runs rounds, each of enough steps to last --min-time seconds per contender,
 the contenders interleaved round by round; every step is timed alone and the median step is reported. OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1), and OpenBLAS's kernel
 forced to SkylakeX unless OPENBLAS_CORETYPE is set (bench/pytorch_reference.py says why). Before each case
@@ -46,8 +49,12 @@ sys.path.insert(0, str(HERE))
 from pytorch_documents import reset_resident_peak, resident_mb, resident_peak_mb, sentence_lengths  # noqa: E402
 from pytorch_reference import cpu_busy, make_module_class, reference_blas_refusal, wait_for_quiet  # noqa: E402
 
-import synattn  # noqa: E402
-import synattn.torch as st  # noqa: E402
+try:
+    import synattn  # noqa: E402
+    import synattn.torch as st  # noqa: E402
+except ImportError as e:  # --function-floor needs torch alone
+    synattn = st = None
+    SYNATTN_IMPORT_ERROR = e
 
 SHAPES = [(16, 128, 512, 8), (4, 512, 512, 8), (1, 1024, 256, 4), (1, 16, 256, 4)]
 
@@ -273,6 +280,67 @@ def training_step_case(variant, train_size, runs):
     return result
 
 
+def function_floor(runs, steps=3000):
+    """The fixed cost of a torch.autograd.Function step at 1x16x256x4, with nothing computed: an empty Function
+    with the module's inputs and outputs (x and the layer's 10 trainable Parameters in, one (1, 16, 256) output;
+    backward returns torch.from_numpy views of preallocated buffers, as the module's does) in the benchmark's
+    step (every .grad set to None, .backward(G)); and the same with x alone. Medians of single steps, us."""
+    d, n = 256, 16
+    shapes = [(d, d)] * 3 + [(d,)] * 3 + [(d, d), (d,), (11,), (1,)]  # Wq Wk Wv bq bk bv Wo bo table scale
+    params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+    flat = np.zeros(sum(int(np.prod(s)) for s in shapes), np.float32)
+    views, at = [], 0
+    for s in shapes:
+        k = int(np.prod(s))
+        views.append(flat[at:at + k].reshape(s))
+        at += k
+    dx, out = np.zeros((n, d), np.float32), np.zeros((n, d), np.float32)
+    x, G = torch.randn(1, n, d, requires_grad=True), torch.randn(1, n, d)
+
+    class Empty(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, call, x, memory, *ps):
+            return torch.from_numpy(out).view(1, n, d)
+
+        @staticmethod
+        def backward(ctx, g):
+            return (None, torch.from_numpy(dx).view(1, n, d), None, *[torch.from_numpy(v) for v in views])
+
+    class EmptyX(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.from_numpy(out).view(1, n, d)
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.from_numpy(dx).view(1, n, d)
+
+    def full():
+        for p in params:
+            p.grad = None
+        x.grad = None
+        Empty.apply(None, x, None, *params).backward(G)
+
+    def x_only():
+        x.grad = None
+        EmptyX.apply(x).backward(G)
+
+    def median_us(step):
+        for _ in range(300):
+            step()
+        ts = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e6
+
+    rounds = [(median_us(full), median_us(x_only)) for _ in range(runs)]
+    return {"parameters_us": [r[0] for r in rounds], "x_only_us": [r[1] for r in rounds],
+            "parameters_us_median": statistics.median(r[0] for r in rounds),
+            "x_only_us_median": statistics.median(r[1] for r in rounds)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -285,14 +353,26 @@ def main():
                     help="instead: a whole DEPREL training step, plain PyTorch against synattn.torch's attention")
     ap.add_argument("--variant", default="shared", help="--training-step: the recipe's variant")
     ap.add_argument("--train-size", type=int, default=500, help="--training-step: the recipe's N")
+    ap.add_argument("--function-floor", action="store_true",
+                    help="instead: an empty torch.autograd.Function's step at 1x16x256x4 (torch alone)")
     ap.add_argument("--document-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--window", type=int, default=1)
     args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.function_floor:  # no matrix product: the BLAS does not matter
+        r = function_floor(args.runs)
+        print(json.dumps(r))
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                    "torch": torch.__version__, "function_floor": r}) + "\n")
+        return 0
     refusal = reference_blas_refusal(torch)  # a peer on the netlib BLAS would flatter synattn 20-30x
     if refusal:
         sys.exit(refusal)
-    torch.set_num_threads(1)
+    if synattn is None:
+        sys.exit(f"bench_python: cannot import synattn ({SYNATTN_IMPORT_ERROR}); set PYTHONPATH to the build's python/")
     synattn.set_num_threads(1)
     if args.document_child:
         print(json.dumps(document_child(args.n, args.window, args.runs)))
