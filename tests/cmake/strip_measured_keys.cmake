@@ -3,6 +3,6 @@
 # differ between two runs by nature; every other key must not.
 function(strip_measured_keys var)
   string(REGEX REPLACE
-    "\"(train_seconds|train_tokens_per_second|reduce_wait_seconds|peak_resident_mb)\":[^,}]*" "" json "${${var}}")
+    "\"(train_seconds|train_tokens_per_second|dev_tokens_per_second|teacher_dev_tokens_per_second|reduce_wait_seconds|peak_resident_mb)\":[^,}]*" "" json "${${var}}")
   set(${var} "${json}" PARENT_SCOPE)
 endfunction()
