@@ -37,7 +37,7 @@
 
 #include <synattn/data/tree_source.hpp>
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/token_text.hpp>
 
 namespace {

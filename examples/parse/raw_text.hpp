@@ -6,7 +6,7 @@
 // # sent_id, # text, multiword-token lines and, in MISC, SpaceAfter=No,
 // SpacesAfter (any other whitespace, escaped) and TokenRange=start:end (code
 // points), so the text the output describes is the input, byte for byte
-// (text/conllu_writer.hpp). A leading byte-order mark is dropped first and
+// (io/conllu_writer.hpp). A leading byte-order mark is dropped first and
 // the offsets count from after it.
 //
 // Refused before anything is written, naming the byte offset: invalid UTF-8
@@ -19,8 +19,8 @@
 #include <synattn/io/atomic_file.hpp>
 #include <synattn/parse/pipeline.hpp>
 #include <synattn/text/conll18_eval.hpp>
-#include <synattn/text/conllu_text.hpp>
-#include <synattn/text/conllu_writer.hpp>
+#include <synattn/io/conllu_text.hpp>
+#include <synattn/io/conllu_writer.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 #include <synattn/text/utf8.hpp>
 

@@ -15,7 +15,7 @@
 
 #include <synattn/io/atomic_file.hpp>
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/parser_model.hpp>
 #include <synattn/parse/sentence_length.hpp>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/token_text.hpp>
 

@@ -1,4 +1,4 @@
-// text/conllu_text.hpp and text/conllu_writer.hpp: raw text rebuilt from
+// io/conllu_text.hpp and io/conllu_writer.hpp: raw text rebuilt from
 // CoNLL-U (checked against every "# text" of the bundled treebanks), spans,
 // the write -> read round trip, and the errors of both.
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
-#include <synattn/text/conllu_text.hpp>
-#include <synattn/text/conllu_writer.hpp>
+#include <synattn/io/conllu_text.hpp>
+#include <synattn/io/conllu_writer.hpp>
 #include <synattn/text/utf8.hpp>
 #include <synattn/text/word_spans.hpp>
 

@@ -38,7 +38,7 @@
 #include "../error.hpp"
 #include "../io/conllu.hpp"
 #include "../text/utf8.hpp"
-#include "conllu_document.hpp"
+#include "../io/conllu_document.hpp"
 #include "sentence_length.hpp"
 
 namespace synattn::parse {

@@ -17,8 +17,8 @@
 // A sentence has a HEAD on every word or on none; when it has them they must
 // form a tree, exactly as for read_conllu. Malformed input is a ParseError
 // "FILE:LINE: reason", LINE counted in the whole file.
-#ifndef SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
-#define SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
+#ifndef SYNATTN_IO_CONLLU_DOCUMENT_HPP
+#define SYNATTN_IO_CONLLU_DOCUMENT_HPP
 
 #include <cstddef>
 #include <fstream>
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../io/conllu.hpp"
+#include "conllu.hpp"
 
 namespace synattn::parse {
 
@@ -442,4 +442,4 @@ class ConlluDocument {
 
 }  // namespace synattn::parse
 
-#endif  // SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
+#endif  // SYNATTN_IO_CONLLU_DOCUMENT_HPP

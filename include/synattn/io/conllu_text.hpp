@@ -28,8 +28,8 @@
 // refuses what read_conllu does, plus: invalid UTF-8, multiword tokens that
 // are out of place, overlap or cover missing words, and bad SpacesAfter /
 // SpacesBefore values. Errors are ParseError "FILE:LINE: reason".
-#ifndef SYNATTN_TEXT_CONLLU_TEXT_HPP
-#define SYNATTN_TEXT_CONLLU_TEXT_HPP
+#ifndef SYNATTN_IO_CONLLU_TEXT_HPP
+#define SYNATTN_IO_CONLLU_TEXT_HPP
 
 #include <cstddef>
 #include <fstream>
@@ -42,12 +42,12 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../io/conllu.hpp"
-#include "../io/input_file.hpp"
-#include "../parse/conllu_document.hpp"
-#include "document.hpp"
-#include "utf8.hpp"
-#include "word_spans.hpp"
+#include "conllu.hpp"
+#include "input_file.hpp"
+#include "conllu_document.hpp"
+#include "../text/document.hpp"
+#include "../text/utf8.hpp"
+#include "../text/word_spans.hpp"
 
 namespace synattn {
 namespace text {
@@ -433,4 +433,4 @@ inline Document read_conllu_text_file(const std::string& path) {
 }  // namespace text
 }  // namespace synattn
 
-#endif  // SYNATTN_TEXT_CONLLU_TEXT_HPP
+#endif  // SYNATTN_IO_CONLLU_TEXT_HPP
