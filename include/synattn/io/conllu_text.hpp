@@ -31,6 +31,7 @@
 #ifndef SYNATTN_IO_CONLLU_TEXT_HPP
 #define SYNATTN_IO_CONLLU_TEXT_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <fstream>
 #include <istream>
@@ -81,27 +82,31 @@ inline bool all_space(std::string_view s) noexcept {
 }
 
 // MISC's whitespace escapes (UDPipe's, plus \uXXXX as UD_English-EWT writes
-// U+00A0): \s space, \t tab, \r CR, \n LF, \p '|', \\ backslash.
+// U+00A0): \s space, \t tab, \r CR, \n LF, \p '|', \\ backslash. One
+// table for both directions, so that writer and reader cannot disagree.
+struct SpaceEscape {
+  char raw;     // the character
+  char letter;  // what follows the backslash
+};
+inline constexpr SpaceEscape kSpaceEscapes[] = {{' ', 's'}, {'\t', 't'}, {'\r', 'r'},
+                                                {'\n', 'n'}, {'|', 'p'},  {'\\', '\\'}};
+
 inline std::string escape_spaces(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t start = i;
     const char32_t c = next_code_point(s, i);
-    switch (c) {
-      case ' ': out += "\\s"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\n': out += "\\n"; break;
-      case '|': out += "\\p"; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        // Other spaces are escaped too: raw U+0085, U+2028 or a form feed
-        // would be a line break to some readers of the file.
-        if (is_space(c) || c < 0x20 || c == 0x7F) {
-          out += "\\u" + code_point_text(c).substr(2);
-        } else {
-          out.append(s.substr(start, i - start));
-        }
+    const SpaceEscape* e = std::find_if(std::begin(kSpaceEscapes), std::end(kSpaceEscapes),
+                                        [c](const SpaceEscape& x) { return char32_t(x.raw) == c; });
+    if (e != std::end(kSpaceEscapes)) {
+      out += '\\';
+      out += e->letter;
+    } else if (is_space(c) || c < 0x20 || c == 0x7F) {
+      // Other spaces are escaped too: raw U+0085, U+2028 or a form feed
+      // would be a line break to some readers of the file.
+      out += "\\u" + code_point_text(c).substr(2);
+    } else {
+      out.append(s.substr(start, i - start));
     }
   }
   return out;
@@ -126,13 +131,14 @@ inline bool unescape_spaces(std::string_view s, std::string& out, std::string& w
       why = "ends in a lone backslash";
       return false;
     }
-    switch (s[++i]) {
-      case 's': out += ' '; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'n': out += '\n'; break;
-      case 'p': out += '|'; break;
-      case '\\': out += '\\'; break;
+    const char letter = s[++i];
+    const SpaceEscape* e = std::find_if(std::begin(kSpaceEscapes), std::end(kSpaceEscapes),
+                                        [letter](const SpaceEscape& x) { return x.letter == letter; });
+    if (e != std::end(kSpaceEscapes)) {
+      out += e->raw;
+      continue;
+    }
+    switch (letter) {
       case 'u': {
         char32_t cp = 0;
         for (std::size_t k = 1; k <= 4; ++k) {
