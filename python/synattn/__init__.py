@@ -9,7 +9,7 @@
 Everything is computed by the C++ library (the compiled module _synattn);
 this package only converts. The core needs NumPy alone; synattn.torch adds
 the torch.nn.Module. Errors from the library are synattn.Error (a
-ValueError) and synattn.ParseError (a ValueError: a malformed file) with the
+ValueError) and synattn.FormatError (a ValueError: a malformed file) with the
 library's message.
 """
 import os
@@ -26,7 +26,7 @@ from ._synattn import (  # noqa: F401  (the public names)
     Error,
     PackedBuckets,
     ParsedSentence,
-    ParseError,
+    FormatError,
     Sentence,
     Token,
     Tree,
@@ -39,7 +39,7 @@ from ._synattn import (  # noqa: F401  (the public names)
 
 __all__ = [
     "Bucketing", "BucketKind", "BucketBatch", "ConlluSentence", "Document", "Error", "PackedBuckets", "ParsedSentence",
-    "ParseError", "Parser", "Pipeline", "Sentence", "Token", "Tree", "Word", "bucket_batch", "get_num_threads",
+    "FormatError", "Parser", "Pipeline", "Sentence", "Token", "Tree", "Word", "bucket_batch", "get_num_threads",
     "load_parser", "load_pipeline", "pack_documents", "parse", "piece_to_word", "read_conllu", "set_num_threads",
     "subword_bucket_batch", "to_tree", "token_to_word_from_spans",
 ]

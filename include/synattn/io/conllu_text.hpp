@@ -21,13 +21,13 @@
 // A sentence's rebuilt text, each whitespace run folded to one space, must
 // equal its "# text" folded the same way (folding forgives e.g. EWT's
 // "have\u00A0 been", whose MISC keeps only the no-break space); a mismatch
-// is a ParseError naming the sentence's first line and the first differing
+// is a FormatError naming the sentence's first line and the first differing
 // byte. The rest of the file is checked by the strict reader itself
 // (ConlluDocument, which runs ConlluReader on each sentence: columns, IDs,
 // HEAD on every word or '_' on all, trees), so this reader accepts and
 // refuses what read_conllu does, plus: invalid UTF-8, multiword tokens that
 // are out of place, overlap or cover missing words, and bad SpacesAfter /
-// SpacesBefore values. Errors are ParseError "FILE:LINE: reason".
+// SpacesBefore values. Errors are FormatError "FILE:LINE: reason".
 #ifndef SYNATTN_IO_CONLLU_TEXT_HPP
 #define SYNATTN_IO_CONLLU_TEXT_HPP
 
@@ -194,9 +194,9 @@ inline Spacing read_spacing(std::string_view misc, const std::string& file, std:
     if (!after && key != "SpacesBefore") continue;
     std::string& out = after ? sp.after : sp.before;
     if (!unescape_spaces(value, out, why))
-      throw ParseError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) + " " + why);
+      throw FormatError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) + " " + why);
     if (!all_space(out))
-      throw ParseError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) +
+      throw FormatError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) +
                                        " holds more than whitespace (it records the spaces around a "
                                        "token; the text itself is in the forms)");
     (after ? sp.has_after : sp.has_before) = true;
@@ -255,7 +255,7 @@ inline std::string excerpt(std::string_view s, std::size_t at) {
 inline Document read_conllu_text(std::istream& in, const std::string& name) {
   namespace d = conllu_text_detail;
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ParseError(name, 0, "read error (the input stream failed; is it a directory?)");
+  if (in.bad()) throw FormatError(name, 0, "read error (the input stream failed; is it a directory?)");
 
   // Lines as std::getline gives them (a last line without '\n' included).
   std::vector<std::string_view> lines;
@@ -270,7 +270,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
     std::size_t at = 0;
     std::string why;
     if (!check_utf8(lines[i], at, why))
-      throw ParseError(name, i + 1, "invalid UTF-8 at byte " + std::to_string(at + 1) + ": " + why);
+      throw FormatError(name, i + 1, "invalid UTF-8 at byte " + std::to_string(at + 1) + ": " + why);
   }
 
   // Columns, IDs, heads and trees: the strict reader's checks and messages.
@@ -289,7 +289,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
   };
   const auto check_size = [&](std::size_t line) {
     if (doc.text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max() / 2))
-      throw ParseError(name, line, "the text rebuilt so far is too long for int spans");
+      throw FormatError(name, line, "the text rebuilt so far is too long for int spans");
   };
 
   std::string_view field[ConlluReader::kColumns];
@@ -344,20 +344,20 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
       r.line = i + 1;
       const std::string shown = "multiword token " + std::string(id);
       if (!ranges.empty() && r.first >= 0 && r.first <= ranges.back().last)
-        throw ParseError(name, r.line, shown + " overlaps multiword token " +
+        throw FormatError(name, r.line, shown + " overlaps multiword token " +
                                            std::to_string(ranges.back().first) + "-" +
                                            std::to_string(ranges.back().last) + " (line " +
                                            std::to_string(ranges.back().line) + ")");
       if (r.first != static_cast<long>(words_seen) + 1)
-        throw ParseError(name, r.line, shown + " must come just before word " + std::string(id.substr(0, dash)) +
+        throw FormatError(name, r.line, shown + " must come just before word " + std::string(id.substr(0, dash)) +
                                            ", but follows word " + std::to_string(words_seen));
       ranges.push_back(std::move(r));
     }
     const std::size_t n = input.words.size();
     if (word_spacing.size() != n)  // cannot happen: both count the integer-ID lines
-      throw ParseError(name, first_line, "internal error: word lines miscounted");
+      throw FormatError(name, first_line, "internal error: word lines miscounted");
     if (!ranges.empty() && (ranges.back().last < 0 || ranges.back().last > static_cast<long>(n)))
-      throw ParseError(name, ranges.back().line,
+      throw FormatError(name, ranges.back().line,
                        "multiword token " + std::to_string(ranges.back().first) + "-" +
                            (ranges.back().last < 0 ? std::string("...") : std::to_string(ranges.back().last)) +
                            " covers words the sentence does not have (it has " + std::to_string(n) +
@@ -415,7 +415,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
       if (rebuilt != expected) {
         std::size_t at = 0;
         while (at < rebuilt.size() && at < expected.size() && rebuilt[at] == expected[at]) ++at;
-        throw ParseError(name, first_line,
+        throw FormatError(name, first_line,
                          "sentence " + input.label() +
                              ": the text rebuilt from its forms and SpaceAfter differs from its "
                              "'# text' at byte " + std::to_string(at + 1) + " (whitespace folded): " +
@@ -430,7 +430,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
 }
 
 // The CoNLL-U file at `path` (opened by open_conllu_file: a directory or a
-// file that cannot be opened is a ParseError(path, 0, ...)).
+// file that cannot be opened is a FormatError(path, 0, ...)).
 inline Document read_conllu_text_file(const std::string& path) {
   std::ifstream in = open_conllu_file(path);
   return read_conllu_text(in, path);
