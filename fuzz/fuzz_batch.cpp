@@ -193,7 +193,7 @@ void run(const std::string& text) {
     raw = synattn::read_conllu(in, "fuzz", synattn::ConlluMode::Lenient);
   } catch (const synattn::Error&) {
     return;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     return;
   }
   Corpus corpus;
@@ -202,7 +202,7 @@ void run(const std::string& text) {
       corpus.sentences.push_back(synattn::to_tagged_sentence(s, "fuzz"));
     } catch (const synattn::Error&) {
       // No usable DEPREL: read_tagging_corpus refuses the file, so skip it here.
-    } catch (const synattn::ParseError&) {
+    } catch (const synattn::FormatError&) {
       // The same refusal for a malformed DEPREL, which is the file's fault.
     }
   }
@@ -256,8 +256,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Error here is the library refusing its own output, a finding too.
     std::fprintf(stderr, "fuzz_batch: unexpected synattn::Error: %s\n", e.what());
     std::abort();
-  } catch (const synattn::ParseError& e) {  // the same finding, as a runtime error
-    std::fprintf(stderr, "fuzz_batch: unexpected synattn::ParseError: %s\n", e.what());
+  } catch (const synattn::FormatError& e) {  // the same finding, as a runtime error
+    std::fprintf(stderr, "fuzz_batch: unexpected synattn::FormatError: %s\n", e.what());
     std::abort();
   }
   return 0;

@@ -131,7 +131,7 @@ void check_load(const synattn::SafetensorsFile& file, int kind, const synattn::C
     expect(same_bits(Vector(store.values()), Vector(before_store.values())), "a refused load leaves the parameters");
     expect(same_state<Scalar>(opt.get(), before_opt.get()), "a refused load leaves the optimizer");
     return;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     expect(same_bits(Vector(store.values()), Vector(before_store.values())), "a refused load leaves the parameters");
     expect(same_state<Scalar>(opt.get(), before_opt.get()), "a refused load leaves the optimizer");
     return;
@@ -160,7 +160,7 @@ void check_load(const synattn::SafetensorsFile& file, int kind, const synattn::C
   } catch (const synattn::Error& e) {
     std::fprintf(stderr, "fuzz_checkpoint: %s\n", e.what());
     expect(false, "an accepted checkpoint saves and loads back");
-  } catch (const synattn::ParseError& e) {
+  } catch (const synattn::FormatError& e) {
     std::fprintf(stderr, "fuzz_checkpoint: %s\n", e.what());
     expect(false, "an accepted checkpoint saves and loads back");
   }
@@ -298,7 +298,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     file = synattn::parse_safetensors(data, size, "fuzz");
   } catch (const synattn::Error&) {
     return 0;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     return 0;
   }
   check_all<float>(file);

@@ -37,7 +37,7 @@
 
 #include <synattn/data/tree_source.hpp>
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/token_text.hpp>
 
 namespace {
@@ -120,7 +120,7 @@ void check_document(const std::string& input, const std::vector<synattn::ConlluS
   } catch (const synattn::Error&) {
     expect(!strict_clean, "a document reads what the strict reader reads");
     return;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     expect(!strict_clean, "a document reads what the strict reader reads");
     return;
   }
@@ -175,7 +175,7 @@ void check_token_text(const std::string& input) {
     doc = synattn::parse::read_token_text(in, "fuzz.txt");
   } catch (const synattn::Error&) {
     return;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     return;
   }
   const std::string text = doc.to_string();
@@ -218,7 +218,7 @@ void check_tree_source(const std::vector<synattn::ConlluSentence>& sentences) {
     for (std::size_t k = 0; k < corpus.size(); ++k) expect(corpus[k].heads == before[k].heads, "own trees back");
   } catch (const synattn::Error&) {
     unchanged();
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     unchanged();
   }
   std::vector<synattn::TaggedSentence> viewed = before;  // the same file as a second tree view
@@ -229,7 +229,7 @@ void check_tree_source(const std::vector<synattn::ConlluSentence>& sentences) {
       expect(viewed[k].views() == 2 && viewed[k].view_tree(1).heads() == before[k].heads, "own trees back as a view");
   } catch (const synattn::Error&) {
     for (const synattn::TaggedSentence& s : viewed) expect(s.views() == 1, "a refused tree view adds nothing");
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     for (const synattn::TaggedSentence& s : viewed) expect(s.views() == 1, "a refused tree view adds nothing");
   }
   if (corpus.size() >= 2) {  // the first half against the second: matches only where ids and forms agree
@@ -239,7 +239,7 @@ void check_tree_source(const std::vector<synattn::ConlluSentence>& sentences) {
       synattn::replace_trees(corpus, second, "corpus", "trees", synattn::FormCase::AsWritten);
     } catch (const synattn::Error&) {
       unchanged();
-    } catch (const synattn::ParseError&) {
+    } catch (const synattn::FormatError&) {
       unchanged();
     }
   }
@@ -271,7 +271,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         expect(reader.lines_read() > lines_before, "an error consumes input");
         strict_errors.emplace_back(e.what());
         continue;
-      } catch (const synattn::ParseError& e) {
+      } catch (const synattn::FormatError& e) {
         expect(reader.lines_read() > lines_before, "an error consumes input");
         strict_errors.emplace_back(e.what());
         continue;

@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     check_accepted(synattn::read_npy(in, "fuzz"));
   } catch (const synattn::Error&) {
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
   }
   return 0;
 }

@@ -5,7 +5,7 @@
 //   build/fuzz/fuzz/fuzz_parser_model -max_total_time=60 -timeout=10 build/fuzz/parser-model-seeds
 //
 // Any input must load or be refused with an exception of synattn's own
-// (synattn::Error, RuntimeError, ParseError); a std::bad_alloc, another
+// (synattn::Error, RuntimeError, FormatError); a std::bad_alloc, another
 // exception, a sanitizer report or a hang is a finding: the options of a
 // model file are checked against its tensors before anything is built
 // (layers, d_ff, label_dim, max_length against the tensors' shapes), so what

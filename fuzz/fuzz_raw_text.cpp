@@ -13,7 +13,7 @@
 // sanitizers, and what it reads (the words' forms) is checked here. Promises,
 // each a finding (abort) when broken:
 // - an input is accepted, or refused with synattn's own exceptions
-//   (synattn::Error, RuntimeError, ParseError), never another one;
+//   (synattn::Error, RuntimeError, FormatError), never another one;
 // - with --replace-invalid-utf8 no input is refused for its UTF-8;
 // - what is accepted tokenizes without an exception, into sentences of at
 //   most max_sentence_tokens tokens and at most kMaxSentenceWords words
@@ -117,7 +117,7 @@ void run(const std::string& input, bool replace_invalid) {
     return;
   } catch (const synattn::Error&) {
     return;
-  } catch (const synattn::RuntimeError&) {  // ParseError: control characters, no text
+  } catch (const synattn::RuntimeError&) {  // FormatError: control characters, no text
     return;
   }
   tokenize_and_write(text);

@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     f = synattn::parse_safetensors(data, size, "fuzz");
   } catch (const synattn::Error&) {
     return 0;
-  } catch (const synattn::ParseError&) {
+  } catch (const synattn::FormatError&) {
     return 0;
   }
   check_accepted(f);

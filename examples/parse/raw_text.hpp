@@ -6,7 +6,7 @@
 // # sent_id, # text, multiword-token lines and, in MISC, SpaceAfter=No,
 // SpacesAfter (any other whitespace, escaped) and TokenRange=start:end (code
 // points), so the text the output describes is the input, byte for byte
-// (text/conllu_writer.hpp). A leading byte-order mark is dropped first and
+// (io/conllu_writer.hpp). A leading byte-order mark is dropped first and
 // the offsets count from after it.
 //
 // Refused before anything is written, naming the byte offset: invalid UTF-8
@@ -19,8 +19,8 @@
 #include <synattn/io/atomic_file.hpp>
 #include <synattn/parse/pipeline.hpp>
 #include <synattn/text/conll18_eval.hpp>
-#include <synattn/text/conllu_text.hpp>
-#include <synattn/text/conllu_writer.hpp>
+#include <synattn/io/conllu_text.hpp>
+#include <synattn/io/conllu_writer.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 #include <synattn/text/utf8.hpp>
 
@@ -62,14 +62,14 @@ inline std::string checked_raw_text(std::string input, const std::string& name, 
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", c);
-      throw synattn::ParseError(name, line,
+      throw synattn::FormatError(name, line,
                                 std::string(c == 0 ? "a NUL byte" : "control character ") + (c == 0 ? "" : hex) +
                                     " at byte offset " + std::to_string(i) +
                                     " (text may hold tabs and line breaks, no other control characters)");
     }
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') any = true;
   }
-  if (!any) throw synattn::ParseError(name, 0, "the input holds no text (it is empty or only whitespace)");
+  if (!any) throw synattn::FormatError(name, 0, "the input holds no text (it is empty or only whitespace)");
   return input;
 }
 
@@ -79,7 +79,7 @@ inline int run_parse_text(const ParseConfig& cfg, std::string input, std::ostrea
   const auto t0 = std::chrono::steady_clock::now();
   const synattn::parse::Pipeline pipeline(load_tokenizer(cfg.tokenizer_path), load_model(cfg.model_path));
   synattn::text::Document doc = pipeline.tokenizer().tokenize(text, name);
-  if (doc.sentences.empty()) throw synattn::ParseError(name, 0, "the input holds no text");
+  if (doc.sentences.empty()) throw synattn::FormatError(name, 0, "the input holds no text");
   pipeline.parse_sentences(doc, name);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   long long words = 0;
@@ -96,7 +96,7 @@ inline int run_parse_text(const ParseConfig& cfg, std::string input, std::ostrea
 // it, the CoNLL 2018 shared task's metrics.
 inline int run_eval_raw(const EvalConfig& cfg, std::ostream& out, std::ostream& log) {
   const synattn::text::Document gold = synattn::text::read_conllu_text_file(cfg.gold_path);
-  if (gold.sentences.empty()) throw synattn::ParseError(cfg.gold_path, 0, "the gold file holds no sentences");
+  if (gold.sentences.empty()) throw synattn::FormatError(cfg.gold_path, 0, "the gold file holds no sentences");
   const synattn::parse::Pipeline pipeline(load_tokenizer(cfg.tokenizer_path), load_model(cfg.model_path));
   const auto t0 = std::chrono::steady_clock::now();
   synattn::text::Document system = pipeline.tokenizer().tokenize(gold.text, cfg.gold_path);
@@ -125,8 +125,8 @@ inline int run_train_tokenizer(const TokenizerTrainConfig& cfg, std::ostream& lo
   const auto t0 = std::chrono::steady_clock::now();
   const synattn::text::Document train = synattn::text::read_conllu_text_file(cfg.train_path);
   const synattn::text::Document dev = synattn::text::read_conllu_text_file(cfg.dev_path);
-  if (train.sentences.empty()) throw synattn::ParseError(cfg.train_path, 0, "the training file holds no sentences");
-  if (dev.sentences.empty()) throw synattn::ParseError(cfg.dev_path, 0, "the dev file holds no sentences");
+  if (train.sentences.empty()) throw synattn::FormatError(cfg.train_path, 0, "the training file holds no sentences");
+  if (dev.sentences.empty()) throw synattn::FormatError(cfg.dev_path, 0, "the dev file holds no sentences");
   std::string records;
   const auto on_epoch = [&](const synattn::text::TokenizerEpoch& e) {
     char line[400];

@@ -15,7 +15,7 @@
 
 #include <synattn/io/atomic_file.hpp>
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/parser_model.hpp>
 #include <synattn/parse/sentence_length.hpp>
@@ -73,11 +73,11 @@ inline std::string read_input(const std::string& path, std::istream& stdin_strea
   std::ostringstream buf;
   if (path == "-") {
     buf << stdin_stream.rdbuf();
-    if (stdin_stream.bad()) throw synattn::ParseError("<stdin>", 0, "reading standard input failed");
+    if (stdin_stream.bad()) throw synattn::FormatError("<stdin>", 0, "reading standard input failed");
   } else {
     std::ifstream in = synattn::open_input_file(path);
     buf << in.rdbuf();
-    if (in.bad()) throw synattn::ParseError(path, 0, "reading the file failed");
+    if (in.bad()) throw synattn::FormatError(path, 0, "reading the file failed");
   }
   return buf.str();
 }
@@ -123,7 +123,7 @@ inline int run_parse(const ParseConfig& cfg, std::istream& stdin_stream, std::os
   }
   for (std::size_t s = 0; s < doc.size(); ++s) {  // the library's limit, named by file and line
     const std::string too_long = sentence_length_problem(doc.word_count(s));
-    if (!too_long.empty()) throw synattn::ParseError(name, doc.line(s), "sentence " + doc.label(s) + " has " + too_long);
+    if (!too_long.empty()) throw synattn::FormatError(name, doc.line(s), "sentence " + doc.label(s) + " has " + too_long);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<ParsedSentence> parsed = model.parse(document_forms(doc));
@@ -145,12 +145,12 @@ inline int run_eval(const EvalConfig& cfg, std::ostream& out, std::ostream& log)
   using namespace synattn::parse;
   const synattn::parse::ParserModel model = load_model(cfg.model_path);
   const std::vector<synattn::ConlluSentence> gold = synattn::read_conllu(cfg.gold_path);
-  if (gold.empty()) throw synattn::ParseError(cfg.gold_path, 0, "the gold file holds no sentences");
+  if (gold.empty()) throw synattn::FormatError(cfg.gold_path, 0, "the gold file holds no sentences");
   std::vector<std::vector<std::string>> forms;
   forms.reserve(gold.size());
   for (const auto& s : gold) {
     const std::string too_long = sentence_length_problem(s.words.size());
-    if (!too_long.empty()) throw synattn::ParseError(cfg.gold_path, s.line, "sentence " + s.label() + " has " + too_long);
+    if (!too_long.empty()) throw synattn::FormatError(cfg.gold_path, s.line, "sentence " + s.label() + " has " + too_long);
     std::vector<std::string> f;
     for (const auto& w : s.words) f.push_back(w.form);
     forms.push_back(std::move(f));

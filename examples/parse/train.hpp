@@ -83,7 +83,7 @@ inline DevScores score_corpus(const synattn::parse::ParserModel& model, const st
 
 inline std::vector<synattn::ConlluSentence> read_treebank(const std::string& path, const char* what) {
   std::vector<synattn::ConlluSentence> s = synattn::read_conllu(path);
-  if (s.empty()) throw synattn::ParseError(path, 0, std::string("the ") + what + " file holds no sentences");
+  if (s.empty()) throw synattn::FormatError(path, 0, std::string("the ") + what + " file holds no sentences");
   return s;
 }
 
@@ -109,7 +109,7 @@ inline std::string file_fingerprint(const std::string& path) {
     for (std::streamsize i = 0; i < n; ++i) hash = (hash ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
     size += static_cast<unsigned long long>(n);
   }
-  if (in.bad()) throw synattn::ParseError(path, 0, "reading the file failed");
+  if (in.bad()) throw synattn::FormatError(path, 0, "reading the file failed");
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
   return std::to_string(size) + " bytes, checksum " + hex;
@@ -198,16 +198,16 @@ inline std::string resumed_log_records(const std::string& path, int first_epoch)
     const std::string key = "{\"epoch\": ";
     const std::size_t end = line.find(',');
     if (line.compare(0, key.size(), key) != 0 || end == std::string::npos)
-      throw synattn::ParseError(path, line_number, "not a parse train --log record");
+      throw synattn::FormatError(path, line_number, "not a parse train --log record");
     const long long epoch = synattn::metadata_integer(path, "epoch", line.substr(key.size(), end - key.size()), 1, kMaxEpochs);
     if (epoch != expected)
-      throw synattn::ParseError(path, line_number, "the record of epoch " + std::to_string(epoch) + ", expected epoch " +
+      throw synattn::FormatError(path, line_number, "the record of epoch " + std::to_string(epoch) + ", expected epoch " +
                                                        std::to_string(expected) + " (the log of the run being resumed)");
     kept += line + "\n";
     ++expected;
   }
   if (expected <= first_epoch)
-    throw synattn::ParseError(path, line_number, "the log stops before epoch " + std::to_string(expected) +
+    throw synattn::FormatError(path, line_number, "the log stops before epoch " + std::to_string(expected) +
                                                      " of the " + std::to_string(first_epoch) + " the run resumed has");
   return kept;
 }
@@ -324,7 +324,7 @@ inline void resume_from_checkpoint(TrainRun& run) {
   const auto get = [&](const char* key) -> std::string {
     const auto it = info.metadata.find(key);
     if (it == info.metadata.end())
-      throw synattn::ParseError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
+      throw synattn::FormatError(cfg.resume_path, 0, std::string("not a training checkpoint: no '") + key + "' in its metadata");
     return it->second;
   };
   synattn::parse::ParserOptions asked = cfg.model;

@@ -11,7 +11,7 @@
 //     synattn::RuntimeError   the world outside the program failed: a file
 //                             that cannot be opened, read or written, or an
 //                             MPI call, a timeout or ranks that disagree
-//                             (mpi::Error). ParseError is one: a malformed
+//                             (mpi::Error). FormatError is one: a malformed
 //                             input file is an I/O-side failure of the run
 //                             (the file, not the call, is wrong).
 //
@@ -97,9 +97,9 @@ class TreeError : public Error {
 // An input file (CoNLL-U, .npy, safetensors) that cannot be opened or read,
 // or is malformed. what() is "FILE:LINE: reason" (line 0 means "the file as
 // a whole", and is then omitted).
-class ParseError : public RuntimeError {
+class FormatError : public RuntimeError {
  public:
-  ParseError(std::string file, std::size_t line, std::string reason)
+  FormatError(std::string file, std::size_t line, std::string reason)
       : RuntimeError(compose(file, line, reason)),
         file_(std::move(file)),
         line_(line),
@@ -119,6 +119,11 @@ class ParseError : public RuntimeError {
   std::size_t line_;
   std::string reason_;
 };
+
+// The exception's name until this release: "parse" also names the parser's
+// namespace, synattn::parse. Kept one release so that code naming it still
+// compiles, with a warning.
+using ParseError [[deprecated("synattn::ParseError is now synattn::FormatError")]] = FormatError;
 
 }  // namespace synattn
 

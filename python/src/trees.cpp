@@ -282,7 +282,7 @@ void register_trees(py::module_& m) {
         py::gil_scoped_release free;
         return synattn::read_conllu(path);
       },
-      py::arg("path"), "Every sentence of a CoNLL-U file (strict: a malformed line raises ParseError naming it)");
+      py::arg("path"), "Every sentence of a CoNLL-U file (strict: a malformed line raises FormatError naming it)");
 
   m.def("_bucket_batch", &bucket_batch, py::arg("trees"), py::arg("bucketing"), py::arg("n_max") = -1);
   m.def("_subword_bucket_batch", &subword_bucket_batch, py::arg("trees"), py::arg("token_to_word"),

@@ -9,7 +9,7 @@
 Everything is computed by the C++ library (the compiled module _synattn);
 this package only converts. The core needs NumPy alone; synattn.torch adds
 the torch.nn.Module. Errors from the library are synattn.Error (a
-ValueError) and synattn.ParseError (a ValueError: a malformed file) with the
+ValueError) and synattn.FormatError (a ValueError: a malformed file) with the
 library's message.
 """
 import os
@@ -26,7 +26,7 @@ from ._synattn import (  # noqa: F401  (the public names)
     Error,
     PackedBuckets,
     ParsedSentence,
-    ParseError,
+    FormatError,
     Sentence,
     Token,
     Tree,
@@ -39,11 +39,15 @@ from ._synattn import (  # noqa: F401  (the public names)
 
 __all__ = [
     "Bucketing", "BucketKind", "BucketBatch", "ConlluSentence", "Document", "Error", "PackedBuckets", "ParsedSentence",
-    "ParseError", "Parser", "Pipeline", "Sentence", "Token", "Tree", "Word", "bucket_batch", "get_num_threads",
+    "FormatError", "Parser", "Pipeline", "Sentence", "Token", "Tree", "Word", "bucket_batch", "get_num_threads",
     "load_parser", "load_pipeline", "pack_documents", "parse", "piece_to_word", "read_conllu", "set_num_threads",
     "subword_bucket_batch", "to_tree", "token_to_word_from_spans",
 ]
 __version__ = "0.1.0"
+
+# The exception's old name, kept for one release (the C++ side keeps a
+# deprecated alias likewise).
+ParseError = FormatError
 
 # lengths: int32 (batch,); buckets: int8 (batch, n, n), -1 masking a pair; n: the padded length.
 BucketBatch = namedtuple("BucketBatch", "lengths buckets n")

@@ -79,7 +79,7 @@ def test_load_refuses_another_layout_and_changes_nothing(tmp_path):
                                       talking_heads_post=True, dtype=torch.float64)
     with pytest.raises(TypeError, match="dtype"):
         double.load_weights(tmp_path / "w.safetensors")
-    with pytest.raises(synattn.ParseError, match="dtype|F32|F64"):
+    with pytest.raises(synattn.FormatError, match="dtype|F32|F64"):
         cpp_load(tmp_path / "w.safetensors", double)
     assert all(torch.equal(v, before[k]) for k, v in other.state_dict().items())
     with pytest.raises(ValueError, match="non-finite"):

@@ -108,13 +108,13 @@ def test_bad_trees_and_files(tmp_path):
         synattn.Tree([5, -1])
     with pytest.raises(ValueError, match="convention"):
         synattn.Tree([1, -1], convention="one_based")
-    with pytest.raises(synattn.ParseError, match="cannot open"):
+    with pytest.raises(synattn.FormatError, match="cannot open"):
         synattn.read_conllu(tmp_path / "missing.conllu")
     (tmp_path / "bad.conllu").write_text("1\tThe\n\n")
-    with pytest.raises(synattn.ParseError, match="bad.conllu:1"):
+    with pytest.raises(synattn.FormatError, match="bad.conllu:1"):
         synattn.read_conllu(tmp_path / "bad.conllu")
     with pytest.raises(TypeError, match="list of trees"):
         synattn.bucket_batch(synattn.Tree([-1]), synattn.Bucketing.linear(2))
     with pytest.raises(synattn.Error, match="window"):
         synattn.pack_documents([[synattn.Tree([-1])]], synattn.Bucketing.linear(2), window=-1)
-    assert issubclass(synattn.Error, ValueError) and issubclass(synattn.ParseError, ValueError)
+    assert issubclass(synattn.Error, ValueError) and issubclass(synattn.FormatError, ValueError)

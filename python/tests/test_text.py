@@ -52,7 +52,7 @@ def test_parse_refuses_what_it_cannot_read(pipeline):
         synattn.parse(42)
     with pytest.raises(TypeError):
         synattn.parse(["not", "nested"])
-    with pytest.raises(synattn.ParseError):
+    with pytest.raises(synattn.FormatError):
         synattn.load_parser("/nonexistent/model.safetensors")
 
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
@@ -19,7 +20,7 @@ using synattn::ConlluReader;
 using synattn::ConlluSentence;
 using synattn::ConlluWord;
 using synattn::HeadConvention;
-using synattn::ParseError;
+using synattn::FormatError;
 using synattn::read_conllu;
 
 namespace {
@@ -346,7 +347,7 @@ TEST_CASE("malformed input is rejected with the offending line and a concrete re
     try {
       while (reader.next(s)) {
       }
-    } catch (const ParseError& e) {
+    } catch (const FormatError& e) {
       thrown = true;
       CHECK(e.file() == "bad.conllu");
       CHECK(e.line() == m.line);
@@ -365,7 +366,7 @@ TEST_CASE("a long cycle is named in a message of bounded length", "[conllu][erro
   try {
     read_conllu(in, "long.conllu");
     FAIL("no error");
-  } catch (const ParseError& e) {
+  } catch (const FormatError& e) {
     CHECK(e.line() == 2);
     CHECK_THAT(e.reason(), Catch::StartsWith("cycle through words 2 -> 500 -> 499 -> ") &&
                                Catch::EndsWith("... -> 2 (499 words)"));
@@ -411,7 +412,7 @@ TEST_CASE("lenient mode skips bad sentences, reports each, and loses nothing els
       try {
         if (!reader.next(s)) break;
         good.push_back(s.sent_id);
-      } catch (const ParseError& e) {
+      } catch (const FormatError& e) {
         errors.push_back(e.what());
       }
     }
@@ -450,12 +451,12 @@ TEST_CASE("a directory is named as such, whether opened by path or read as a str
   CHECK(read_conllu(sample, "sample").size() == 50);
 }
 
-TEST_CASE("a file that cannot be opened is a ParseError at line 0", "[conllu][errors]") {
+TEST_CASE("a file that cannot be opened is a FormatError at line 0", "[conllu][errors]") {
   const std::string missing = "/nonexistent/dir/none.conllu";
   try {
     read_conllu(missing);
     FAIL("no error");
-  } catch (const ParseError& e) {
+  } catch (const FormatError& e) {
     CHECK(e.file() == missing);
     CHECK(e.line() == 0);
     CHECK(e.reason() == "cannot open file");
@@ -531,7 +532,7 @@ TEST_CASE("lenient mode on a real file loses only the corrupted sentence", "[con
     ++j;
   }
   std::istringstream bad_again(corrupted);
-  CHECK_THROWS_AS(read_conllu(bad_again, "sample"), ParseError);
+  CHECK_THROWS_AS(read_conllu(bad_again, "sample"), FormatError);
 }
 
 namespace {
@@ -600,3 +601,24 @@ TEST_CASE("every sentence of the bundled treebanks is read and its tree validate
   CHECK(same);
   CHECK(reader.sentences_read() == tb.sentences);
 }
+
+// ParseError, the exception's old name, stays for one release as a
+// deprecated alias: code that catches it still catches a malformed file.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+TEST_CASE("the deprecated ParseError alias still catches a malformed file", "[conllu][errors]") {
+  STATIC_REQUIRE(std::is_same<synattn::ParseError, synattn::FormatError>::value);
+  std::istringstream in("1\tword\n");
+  try {
+    synattn::read_conllu(in, "old_name.conllu");
+    FAIL("a line with two columns was accepted");
+  } catch (const synattn::ParseError& e) {
+    CHECK(e.file() == "old_name.conllu");
+    CHECK(e.line() == 1);
+  }
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif

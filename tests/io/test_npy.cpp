@@ -22,7 +22,7 @@
 
 using synattn::NpyArray;
 using synattn::NpyDType;
-using synattn::ParseError;
+using synattn::FormatError;
 using synattn::read_npy;
 using synattn::write_npy;
 using Shape = std::vector<std::size_t>;
@@ -62,11 +62,11 @@ std::string doubles(std::initializer_list<double> values) {
   return out;
 }
 
-// The reason of the ParseError that reading `bytes` raises ("" if none).
+// The reason of the FormatError that reading `bytes` raises ("" if none).
 std::string refusal(const std::string& bytes) {
   try {
     parse(bytes);
-  } catch (const ParseError& e) {
+  } catch (const FormatError& e) {
     CHECK(e.file() == "mem.npy");
     return e.reason();
   }
@@ -598,7 +598,7 @@ TEST_CASE("file errors name the file", "[io][npy]") {
     std::ofstream out(bad, std::ios::binary);
     out << "hello";
   }
-  CHECK_THROWS_AS(read_npy(bad), ParseError);
+  CHECK_THROWS_AS(read_npy(bad), FormatError);
   CHECK_THROWS_WITH(read_npy(bad), bad + ": not a .npy file (bad magic)");
 
   const double v = 1;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
-#include <synattn/parse/conllu_document.hpp>
+#include <synattn/io/conllu_document.hpp>
 #include <synattn/parse/metrics.hpp>
 #include <synattn/parse/token_text.hpp>
 
@@ -21,7 +21,7 @@
 #include "support/conllu_rows.hpp"
 
 using synattn::ConlluSentence;
-using synattn::ParseError;
+using synattn::FormatError;
 using synattn::read_conllu;
 using synattn::parse::AttachmentScores;
 using synattn::parse::ConlluDocument;
@@ -103,8 +103,8 @@ void check_parse_error(F&& f, const std::string& file, std::size_t line,
                        const std::string& reason) {
   try {
     f();
-    FAIL("no ParseError");
-  } catch (const ParseError& e) {
+    FAIL("no FormatError");
+  } catch (const FormatError& e) {
     CHECK(e.file() == file);
     CHECK(e.line() == line);
     CHECK(e.reason() == reason);
@@ -550,8 +550,8 @@ TEST_CASE("token text errors name the line: too many tokens, bad UTF-8, control 
     try {
       std::istringstream in(m.input);
       synattn::parse::read_token_text(in, "bad.txt");
-      FAIL("no ParseError");
-    } catch (const ParseError& e) {
+      FAIL("no FormatError");
+    } catch (const FormatError& e) {
       CHECK(e.line() == m.line);
       CHECK_THAT(e.what(), Catch::Contains("bad.txt:" + std::to_string(m.line) + ": " + m.reason));
     }

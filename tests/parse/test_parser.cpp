@@ -659,11 +659,11 @@ TEST_CASE("ParserModel::load checks every option against the file's tensors befo
     try {
       (void)ParserModel::load(path);
       FAIL("loaded");
-    } catch (const ParseError& e) {
+    } catch (const FormatError& e) {
       CHECK_THAT(e.what(), Catch::Contains(path));
       CHECK_THAT(e.what(), Catch::Contains(c.key));
     } catch (const std::exception& e) {
-      FAIL("not a ParseError naming the file: " << e.what());
+      FAIL("not a FormatError naming the file: " << e.what());
     }
   }
 }
@@ -774,11 +774,11 @@ TEST_CASE("parse train --resume reads its training state whole and in range, nam
     try {
       parse_cli::run_train(again, log);
       FAIL("resumed");
-    } catch (const synattn::ParseError& e) {
+    } catch (const synattn::FormatError& e) {
       CHECK_THAT(e.what(), Catch::Contains(again.resume_path) && Catch::Contains(c.key) &&
                                Catch::Contains(std::string("'") + c.value + "'"));
     } catch (const std::exception& e) {
-      FAIL("not a ParseError naming the file and field: " << e.what());
+      FAIL("not a FormatError naming the file and field: " << e.what());
     }
     CHECK_FALSE(std::filesystem::exists(again.model_path));
   }

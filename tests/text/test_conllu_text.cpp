@@ -1,4 +1,4 @@
-// text/conllu_text.hpp and text/conllu_writer.hpp: raw text rebuilt from
+// io/conllu_text.hpp and io/conllu_writer.hpp: raw text rebuilt from
 // CoNLL-U (checked against every "# text" of the bundled treebanks), spans,
 // the write -> read round trip, and the errors of both.
 #include <catch2/catch.hpp>
@@ -11,14 +11,14 @@
 #include <vector>
 
 #include <synattn/io/conllu.hpp>
-#include <synattn/text/conllu_text.hpp>
-#include <synattn/text/conllu_writer.hpp>
+#include <synattn/io/conllu_text.hpp>
+#include <synattn/io/conllu_writer.hpp>
 #include <synattn/text/utf8.hpp>
 #include <synattn/text/word_spans.hpp>
 
 #include "support/test_data.hpp"
 
-using synattn::ParseError;
+using synattn::FormatError;
 using synattn::text::Document;
 using synattn::text::read_conllu_text;
 using synattn::text::read_conllu_text_file;
@@ -164,13 +164,13 @@ struct Builder {
   }
 };
 
-// The first line of ParseError e is "mem.conllu:LINE: ...".
+// The first line of FormatError e is "mem.conllu:LINE: ...".
 void check_parse_error(const std::string& conllu, std::size_t line, const std::string& part) {
   INFO(conllu);
   try {
     (void)parse(conllu);
     FAIL("accepted");
-  } catch (const ParseError& e) {
+  } catch (const FormatError& e) {
     CHECK(e.file() == "mem.conllu");
     CHECK(e.line() == line);
     CHECK_THAT(std::string(e.what()), Catch::Contains(part));
@@ -494,7 +494,7 @@ TEST_CASE("read_conllu_text refuses what it cannot rebuild, naming file, line an
   // A stream that fails.
   std::istringstream bad("x");
   bad.setstate(std::ios::badbit);
-  CHECK_THROWS_AS(read_conllu_text(bad, "bad"), ParseError);
+  CHECK_THROWS_AS(read_conllu_text(bad, "bad"), FormatError);
   CHECK_THROWS_WITH(read_conllu_text_file(SYNATTN_SOURCE_DIR "/no/such/file.conllu"), Catch::Contains("cannot open file"));
 }
 

@@ -5,7 +5,7 @@
 // layer takes. Also piece_to_word on hand-made pieces in both units.
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/parse/pipeline.hpp>
-#include <synattn/text/conllu_text.hpp>
+#include <synattn/io/conllu_text.hpp>
 #include <synattn/text/subword_alignment.hpp>
 #include <synattn/tree/distance.hpp>
 #include <synattn/tree/subword.hpp>

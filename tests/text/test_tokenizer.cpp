@@ -5,8 +5,8 @@
 // punctuation gives bounded sentences, and edited model files are refused.
 #include <synattn/io/safetensors.hpp>
 #include <synattn/text/conll18_eval.hpp>
-#include <synattn/text/conllu_text.hpp>
-#include <synattn/text/conllu_writer.hpp>
+#include <synattn/io/conllu_text.hpp>
+#include <synattn/io/conllu_writer.hpp>
 #include <synattn/text/tokenizer_model.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 

@@ -88,8 +88,8 @@ TEST_CASE("decode_utf8 refuses every class of invalid sequence, naming its byte 
     CHECK_FALSE(check_utf8(c.bytes, at, why));
     CHECK(at == c.offset);
   }
-  // A Utf8Error is a ParseError, as every reader's errors are.
-  CHECK_THROWS_AS(decode_utf8("\x80", "f"), synattn::ParseError);
+  // A Utf8Error is a FormatError, as every reader's errors are.
+  CHECK_THROWS_AS(decode_utf8("\x80", "f"), synattn::FormatError);
 }
 
 TEST_CASE("replace_invalid_utf8 puts one U+FFFD per maximal subpart", "[utf8]") {

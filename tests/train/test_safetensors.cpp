@@ -1,6 +1,6 @@
 // The safetensors layer: bit-exact round trips, a file written by Python
 // (json + numpy only), and a table of malformed files, each refused with a
-// ParseError naming the problem; no truncation of a valid file crashes.
+// FormatError naming the problem; no truncation of a valid file crashes.
 #include <catch2/catch.hpp>
 
 #include <synattn/io/safetensors.hpp>
@@ -187,7 +187,7 @@ TEST_CASE("malformed safetensors files are refused with a reason", "[safetensors
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    CHECK_THROWS_AS(parse(c.bytes), synattn::ParseError);
+    CHECK_THROWS_AS(parse(c.bytes), synattn::FormatError);
     CHECK_THROWS_WITH(parse(c.bytes), Catch::StartsWith("bad.safetensors: ") && Catch::Contains(c.expected));
   }
   // Padding with spaces is allowed, and a tensor-less file is valid.
@@ -221,7 +221,7 @@ TEST_CASE("every truncation of a valid file is refused cleanly", "[safetensors][
   REQUIRE(parse(raw).tensors.size() == 2);
   for (std::size_t n = 0; n < raw.size(); ++n) {
     INFO("first " << n << " bytes");
-    CHECK_THROWS_AS(parse(raw.substr(0, n)), synattn::ParseError);
+    CHECK_THROWS_AS(parse(raw.substr(0, n)), synattn::FormatError);
   }
 }
 

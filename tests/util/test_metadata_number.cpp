@@ -43,7 +43,7 @@ TEST_CASE("real_number takes one finite number in range: no NaN, infinity, overf
 }
 
 TEST_CASE("metadata_integer and metadata_real name the file, the field and the value", "[metadata][errors]") {
-  CHECK_THROWS_AS(synattn::metadata_integer("c.ckpt", "train.epoch", "abc", 0, 10), synattn::ParseError);
+  CHECK_THROWS_AS(synattn::metadata_integer("c.ckpt", "train.epoch", "abc", 0, 10), synattn::FormatError);
   CHECK_THROWS_WITH(synattn::metadata_integer("c.ckpt", "train.epoch", "99999999999", 0, 100000),
                     Contains("c.ckpt") && Contains("'train.epoch' is '99999999999'") &&
                         Contains("non-negative integer of at most 100000"));

@@ -208,6 +208,11 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   Index check_inputs(const char* fn, const SelfInput& in, Index out_rows, Index out_cols) const;
   std::pair<Index, Index> check_inputs(const char* fn, const CrossInput& in, Index out_rows, Index out_cols) const;
   Index check_inputs(const char* fn, const PackedInput& in, Index out_rows, Index out_cols) const;
+  void check_self_memory(const char* fn) const;
+  Index check_self_tokens(const char* fn, const Eigen::Ref<const Matrix>& x, const char* lengths_name,
+                          const std::vector<int>& lengths, Index batch) const;
+  void check_self_output(const char* fn, const Eigen::Ref<const Matrix>& x, Index n, Index batch, Index out_rows,
+                         Index out_cols) const;
 
   // Forward (implementation file).
   // `packed`: the pass reads packed documents (their row blocks are laid out here).
@@ -222,6 +227,10 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
   void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
                     const Eigen::Ref<const Matrix>* x_kv, const Eigen::Ref<const BucketBlock>& buckets,
                     attention_detail::Pass pass, Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
+  // forward_core() of a training pass, then the cache stamped as filled.
+  void training_forward(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
+                        const Eigen::Ref<const Matrix>* x_kv, const Eigen::Ref<const BucketBlock>& buckets,
+                        Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
   void attend_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g,
                          const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,

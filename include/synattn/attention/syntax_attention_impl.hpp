@@ -190,20 +190,13 @@ template <class Scalar>
 Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInput& in, Index out_rows,
                                                   Index out_cols) const {
   using namespace attention_detail;
-  if (dm_kv_ != options_.d_model)
-    throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
-                std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  check_self_memory(fn);
   check_buckets_given(fn, in.buckets, in.x.rows());
   if (options_.syntax_bias) check_length_count(fn, "lengths", in.lengths.size(), "x", in.x.rows(), in.buckets.cols());
   const Index batch = static_cast<Index>(in.lengths.size());
-  const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
-  check_lengths(fn, "lengths", in.lengths, n);
+  const Index n = check_self_tokens(fn, in.x, "lengths", in.lengths, batch);
   if (options_.syntax_bias) check_bucket_views(fn, in.buckets, in.lengths, in.lengths, n, n, options_.bias);
-  check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
-  if (options_.check_finite) {
-    check_finite_tokens<Scalar>(fn, "x", in.x, n);
-    check_finite_parameters<Scalar>(fn, store_);
-  }
+  check_self_output(fn, in.x, n, batch, out_rows, out_cols);
   return n;
 }
 
@@ -239,9 +232,7 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const PackedIn
                                                   Index out_cols) const {
   using namespace attention_detail;
   const std::string where = error_prefix(fn) + "packed documents ";
-  if (dm_kv_ != options_.d_model)
-    throw Error(error_prefix(fn) + "self-attention needs memory_size == d_model (the layer has memory_size " +
-                std::to_string(dm_kv_) + ", d_model " + std::to_string(options_.d_model) + ")");
+  check_self_memory(fn);
   // The sentence window masks through the bias's -inf slot, one view's.
   if (!options_.syntax_bias) throw Error(where + "need a layer with a syntax bias (syntax_bias is false)");
   if (options_.bias.fusion.views > 1)
@@ -256,14 +247,38 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const PackedIn
                 (p.cross_bucket() == p.max_bucket() ? "the cross-sentence bucket" : "in a sentence's block") +
                 "), but the layer's table has " + std::to_string(num_buckets()) + " buckets");
   const Index batch = p.sequences();
-  const Index n = check_tokens(fn, "x", in.x.rows(), in.x.cols(), batch, options_.d_model);
-  check_lengths(fn, "the packing's lengths", p.lengths(), n);
-  check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
-  if (options_.check_finite) {
-    check_finite_tokens<Scalar>(fn, "x", in.x, n);
-    check_finite_parameters<Scalar>(fn, store_);
-  }
+  const Index n = check_self_tokens(fn, in.x, "the packing's lengths", p.lengths(), batch);
+  check_self_output(fn, in.x, n, batch, out_rows, out_cols);
   return n;
+}
+
+// The steps the self-attention checks (one sequence list, plain or packed)
+// share, so that both name a fault in the same words.
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::check_self_memory(const char* fn) const {
+  if (dm_kv_ != options_.d_model)
+    throw Error(attention_detail::error_prefix(fn) +
+                "self-attention needs memory_size == d_model (the layer has memory_size " + std::to_string(dm_kv_) +
+                ", d_model " + std::to_string(options_.d_model) + ")");
+}
+
+template <class Scalar>
+Index SyntaxBiasedAttention<Scalar>::check_self_tokens(const char* fn, const Eigen::Ref<const Matrix>& x,
+                                                       const char* lengths_name, const std::vector<int>& lengths,
+                                                       Index batch) const {
+  const Index n = attention_detail::check_tokens(fn, "x", x.rows(), x.cols(), batch, options_.d_model);
+  attention_detail::check_lengths(fn, lengths_name, lengths, n);
+  return n;
+}
+
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::check_self_output(const char* fn, const Eigen::Ref<const Matrix>& x, Index n,
+                                                      Index batch, Index out_rows, Index out_cols) const {
+  attention_detail::check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
+  if (options_.check_finite) {
+    attention_detail::check_finite_tokens<Scalar>(fn, "x", x, n);
+    attention_detail::check_finite_parameters<Scalar>(fn, store_);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -282,9 +297,7 @@ void SyntaxBiasedAttention<Scalar>::forward(const SelfInput& in, Cache& cache, E
   set_dropout(cache, dropout);
   cache.x_q_ = in.x;
   if (options_.syntax_bias) cache.buckets_ = in.buckets;
-  forward_core(fn, cache, in.x, nullptr, in.buckets, attention_detail::Pass::training, out);
-  cache.filled_ = true;
-  cache.stamp_.stamp(identity_);
+  training_forward(fn, cache, in.x, nullptr, in.buckets, out);
 }
 
 template <class Scalar>
@@ -298,9 +311,7 @@ void SyntaxBiasedAttention<Scalar>::forward(const CrossInput& in, Cache& cache, 
   cache.x_q_ = in.x_q;
   cache.x_kv_ = in.memory;
   if (options_.syntax_bias) cache.buckets_ = in.buckets;
-  forward_core(fn, cache, in.x_q, &in.memory, in.buckets, attention_detail::Pass::training, out);
-  cache.filled_ = true;
-  cache.stamp_.stamp(identity_);
+  training_forward(fn, cache, in.x_q, &in.memory, in.buckets, out);
 }
 
 // A training pass keeps a copy of the packing (sum of n_i^2 bytes), not of
@@ -316,8 +327,17 @@ void SyntaxBiasedAttention<Scalar>::forward(const PackedInput& in, Cache& cache,
   set_dropout(cache, dropout);
   cache.x_q_ = in.x;
   if (&cache.packed_ != &in.buckets) cache.packed_ = in.buckets;
-  forward_core(fn, cache, in.x, nullptr, attention_detail::no_buckets(), attention_detail::Pass::training, out,
-               &cache.packed_);
+  training_forward(fn, cache, in.x, nullptr, attention_detail::no_buckets(), out, &cache.packed_);
+}
+
+// The last step of every forward(): the pass, then the cache marked as
+// filled by this layer (what backward() checks first).
+template <class Scalar>
+void SyntaxBiasedAttention<Scalar>::training_forward(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
+                                                     const Eigen::Ref<const Matrix>* x_kv,
+                                                     const Eigen::Ref<const BucketBlock>& buckets,
+                                                     Eigen::Ref<Matrix> out, const PackedBuckets* packed) const {
+  forward_core(fn, cache, x_q, x_kv, buckets, attention_detail::Pass::training, out, packed);
   cache.filled_ = true;
   cache.stamp_.stamp(identity_);
 }

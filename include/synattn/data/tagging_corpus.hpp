@@ -135,7 +135,7 @@ inline TaggedSentence tagged_sentence(std::string id, std::vector<std::string> f
 }
 
 // One CoNLL-U sentence as a tagged sentence. `file` only names the source in
-// messages. A word without a label is a ParseError "FILE:LINE: sentence ID:
+// messages. A word without a label is a FormatError "FILE:LINE: sentence ID:
 // word K ('form') has DEPREL '_', expected ..." (UPOS for that column; for
 // label_of "... label_of gave an empty label"), LINE being the sentence's
 // first line.
@@ -154,9 +154,9 @@ inline TaggedSentence to_tagged_sentence(const ConlluSentence& s, const std::str
     std::string label = options.label_of ? options.label_of(s, w) : detail::conllu_label(w, options.labels);
     if (label.empty()) {
       const std::string word = "sentence " + t.id + ": word " + std::to_string(w.id) + " ('" + w.form + "')";
-      if (options.label_of) throw ParseError(file, s.line, word + ": label_of gave an empty label");
+      if (options.label_of) throw FormatError(file, s.line, word + ": label_of gave an empty label");
       const bool upos = options.labels == LabelColumn::Upos;
-      throw ParseError(file, s.line,
+      throw FormatError(file, s.line,
                        word + " has " + detail::label_column_name(options.labels) + " '" +
                            (upos ? w.upos : w.deprel) + "', expected " +
                            (upos ? "a tag such as 'NOUN'" : "a relation such as 'nsubj'"));
@@ -169,7 +169,7 @@ inline TaggedSentence to_tagged_sentence(const ConlluSentence& s, const std::str
 }
 
 // Every sentence of a CoNLL-U stream / file, strictly parsed: malformed input
-// is a ParseError "FILE:LINE: reason" (read_conllu's).
+// is a FormatError "FILE:LINE: reason" (read_conllu's).
 inline std::vector<TaggedSentence> read_tagging_corpus(std::istream& in, const std::string& file,
                                                        const TaggingOptions& options = {}) {
   const std::vector<ConlluSentence> raw = read_conllu(in, file);

@@ -39,7 +39,7 @@
 namespace synattn {
 
 namespace detail {
-// The tree file's sentences by sent_id. Throws ParseError for a sentence
+// The tree file's sentences by sent_id. Throws FormatError for a sentence
 // without a sent_id or one that appears twice.
 inline std::unordered_map<std::string, const ConlluSentence*> trees_by_sent_id(const std::vector<ConlluSentence>& trees,
                                                                                const std::string& trees_file) {
@@ -47,29 +47,29 @@ inline std::unordered_map<std::string, const ConlluSentence*> trees_by_sent_id(c
   by_id.reserve(trees.size());
   for (const ConlluSentence& t : trees) {
     if (t.sent_id.empty())
-      throw ParseError(trees_file, t.line,
+      throw FormatError(trees_file, t.line,
                        "sentence " + t.label() + " has no sent_id; tree files are matched to the corpus by sent_id");
     const auto [it, fresh] = by_id.emplace(t.sent_id, &t);
     if (!fresh)
-      throw ParseError(
+      throw FormatError(
           trees_file, t.line,
           "sentence " + t.sent_id + " appears twice (first at line " + std::to_string(it->second->line) + ")");
   }
   return by_id;
 }
 
-// Throws ParseError unless the tree file's sentence `t` has the words of the
+// Throws FormatError unless the tree file's sentence `t` has the words of the
 // corpus's `s`: as many, with the same forms after the corpus's casing.
 inline void check_same_words(const TaggedSentence& s, const ConlluSentence& t, const std::string& corpus_file,
                              const std::string& trees_file, FormCase forms) {
   if (t.size() != static_cast<std::size_t>(s.size()))
-    throw ParseError(trees_file, t.line,
+    throw FormatError(trees_file, t.line,
                      "sentence " + t.sent_id + " has " + std::to_string(t.size()) + " words but " +
                          std::to_string(s.size()) + " in " + corpus_file + " (line " + std::to_string(s.line) + ")");
   for (std::size_t j = 0; j < t.size(); ++j) {
     const std::string form = forms == FormCase::AsciiLower ? ascii_lower(t.words[j].form) : t.words[j].form;
     if (form != s.forms[j])
-      throw ParseError(trees_file, t.line,
+      throw FormatError(trees_file, t.line,
                        "sentence " + t.sent_id + ": word " + std::to_string(j + 1) + " is '" + t.words[j].form +
                            "' but '" + s.forms[j] + "' in " + corpus_file + " (line " + std::to_string(s.line) + ")");
   }
@@ -105,7 +105,7 @@ inline std::vector<DependencyTree> match_trees(const char* fn, const std::vector
 // Replaces the heads and tree of every sentence of `corpus` (view 0) by those
 // of the sentence with its sent_id in `trees`; further views (view_trees)
 // are kept. `corpus_file` and `trees_file` name the sources in messages;
-// `forms` is how the corpus cased its forms. Throws ParseError
+// `forms` is how the corpus cased its forms. Throws FormatError
 // "TREES_FILE:LINE: ..." (the tree file's sentence) or Error naming the
 // corpus's sentence; on a throw `corpus` is unchanged.
 inline void replace_trees(std::vector<TaggedSentence>& corpus, const std::vector<ConlluSentence>& trees,

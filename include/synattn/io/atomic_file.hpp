@@ -34,12 +34,7 @@
 namespace synattn {
 
 namespace atomic_file_detail {
-inline std::string folder_of(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
+using output_path_detail::folder_of;  // one rule for a path's folder (io/output_path.hpp)
 // A name no other writer picks: the process id, a per-process counter and
 // the clock's nanoseconds (O_EXCL below still refuses any collision).
 inline std::string unique_suffix() {

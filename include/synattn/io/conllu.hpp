@@ -12,7 +12,7 @@
 // line of only spaces/tabs counts as empty, so does the end of the input);
 // `\r\n` line ends and a UTF-8 byte-order mark at the start are accepted
 // (CR-only line ends are not, and the error says so); a block of comments
-// alone is not a sentence. Malformed input is a ParseError
+// alone is not a sentence. Malformed input is a FormatError
 // "FILE:LINE: reason" naming the offending line (for tree-shape problems, the
 // line of a word on the problem). In Lenient mode a bad sentence is skipped
 // and reported instead, and reading goes on with the next one.
@@ -85,7 +85,7 @@ struct ConlluIssue {
   std::size_t line = 0;
   std::string reason;
 
-  // "FILE:LINE: reason", the same shape as ParseError::what().
+  // "FILE:LINE: reason", the same shape as FormatError::what().
   std::string to_string() const {
     return (file.empty() ? std::string("<input>") : file) + ":" + std::to_string(line) + ": " +
            reason;
@@ -215,10 +215,10 @@ class ConlluReader {
 
   // Reads the next good sentence into `out` (its buffers are reused) and
   // returns true, or returns false at the end of the input. Strict mode
-  // throws ParseError(file, line, reason) on a malformed sentence; the reader
+  // throws FormatError(file, line, reason) on a malformed sentence; the reader
   // has then consumed that sentence and may be called again to go on. Lenient
   // mode records the problem in issues() and goes on by itself. A stream read
-  // error (badbit) is a ParseError in both modes.
+  // error (badbit) is a FormatError in both modes.
   bool next(ConlluSentence& out) {
     for (;;) {
       const Block block = read_block();
@@ -228,7 +228,7 @@ class ConlluReader {
         std::swap(out, cur_);
         return true;
       }
-      if (mode_ == ConlluMode::Strict) throw ParseError(file_, error_line_, error_reason_);
+      if (mode_ == ConlluMode::Strict) throw FormatError(file_, error_line_, error_reason_);
       issues_.push_back(ConlluIssue{file_, error_line_, error_reason_});
     }
   }
@@ -285,7 +285,7 @@ class ConlluReader {
         }
       }
       if (in_.bad())
-        throw ParseError(file_, line_,
+        throw FormatError(file_, line_,
                          line_ == 0 ? "read error before the first line (the input stream failed; "
                                       "is it a directory?)"
                                     : "read error after this line (the input stream failed)");
@@ -549,7 +549,7 @@ inline std::vector<ConlluSentence> read_conllu(std::istream& in, const std::stri
   return out;
 }
 
-// Opens `path` for a ConlluReader; ParseError(path, 0, "cannot open file")
+// Opens `path` for a ConlluReader; FormatError(path, 0, "cannot open file")
 // if it cannot be opened, "cannot open file (it is a directory)" for a
 // directory (which an ifstream opens without complaint and then fails to read).
 inline std::ifstream open_conllu_file(const std::string& path) { return open_input_file(path); }

@@ -3,7 +3,7 @@
 // Supported: float32, float64, int8, int16, int32, int64 and uint8, C order,
 // little endian. Everything else (Fortran order, big endian, object and
 // structured arrays, other dtypes, truncated data) is refused with a
-// ParseError whose reason says what was expected and what was found.
+// FormatError whose reason says what was expected and what was found.
 //
 // The reader never trusts the header with memory: the header and the data are
 // read in geometrically growing chunks, so a file that claims a huge shape
@@ -417,7 +417,7 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& reason) const {
-    throw ParseError(name_, 0, "malformed header: " + reason);
+    throw FormatError(name_, 0, "malformed header: " + reason);
   }
 
   int peek() const { return pos_ < s_.size() ? static_cast<unsigned char>(s_[pos_]) : -1; }
@@ -465,7 +465,7 @@ class HeaderParser {
   }
 
   std::string descr_value() {
-    if (peek() == '[') throw ParseError(name_, 0, "structured dtypes are not supported (descr is a list of fields)");
+    if (peek() == '[') throw FormatError(name_, 0, "structured dtypes are not supported (descr is a list of fields)");
     if (peek() != '\'' && peek() != '"') fail("expected 'descr' to be a string, found " + found());
     return string_literal();
   }
@@ -533,7 +533,7 @@ class HeaderParser {
 };
 
 inline NpyDType parse_descr(const std::string& descr, const std::string& name) {
-  auto refuse = [&](const std::string& reason) -> NpyDType { throw ParseError(name, 0, reason); };
+  auto refuse = [&](const std::string& reason) -> NpyDType { throw FormatError(name, 0, reason); };
   const std::string shown = printable(descr);
   if (descr.empty()) return refuse("malformed header: 'descr' is empty");
   const char order = descr[0];
@@ -634,7 +634,7 @@ inline void write_file(const std::string& path, NpyDType dtype, const std::vecto
 // several arrays written one after another can be read in turn). `name`
 // labels error messages.
 inline NpyArray read_npy(std::istream& in, const std::string& name) {
-  auto refuse = [&](const std::string& reason) { throw ParseError(name, 0, reason); };
+  auto refuse = [&](const std::string& reason) { throw FormatError(name, 0, reason); };
   static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
   std::vector<unsigned char> buf;
@@ -693,7 +693,7 @@ inline NpyArray read_npy(const std::string& path) {
   std::ifstream in = open_input_file(path);
   NpyArray array = read_npy(in, path);
   if (in.peek() != std::ifstream::traits_type::eof())
-    throw ParseError(path, 0,
+    throw FormatError(path, 0,
                      "unexpected data after the array (the header's shape accounts for " +
                          std::to_string(array.nbytes()) + " data bytes)");
   return array;

@@ -14,7 +14,7 @@
 // each tensor little-endian in C order at [begin, end) counted from the byte
 // after the header. The header may be padded with trailing spaces.
 //
-// The parser treats the file as hostile; it refuses, with a ParseError
+// The parser treats the file as hostile; it refuses, with a FormatError
 // "SOURCE: reason" naming the tensor: a header length past the end of the
 // file or above the reference's 100 MB limit; a header not starting with '{',
 // invalid JSON (or UTF-8), duplicate names, nesting deeper than the format's;
@@ -411,7 +411,7 @@ inline std::string serialize_safetensors(const SafetensorsFile& file) {
 inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, const std::string& source = "<memory>") {
   using nlohmann::json;
   namespace d = safetensors_detail;
-  const auto fail = [&](const std::string& reason) { return ParseError(source, 0, reason); };
+  const auto fail = [&](const std::string& reason) { return FormatError(source, 0, reason); };
   const unsigned char* bytes = static_cast<const unsigned char*>(data);
   if (size < 8)
     throw fail("file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
@@ -518,15 +518,15 @@ inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, con
   return out;
 }
 
-// Reads and parses `path`; errors are ParseError("PATH: reason").
+// Reads and parses `path`; errors are FormatError("PATH: reason").
 inline SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream in = open_input_file(path);
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   in.seekg(0, std::ios::beg);
-  if (size < 0) throw ParseError(path, 0, "cannot determine the file size");
+  if (size < 0) throw FormatError(path, 0, "cannot determine the file size");
   std::vector<char> bytes(static_cast<std::size_t>(size));
-  if (size > 0 && !in.read(bytes.data(), size)) throw ParseError(path, 0, "read failed");
+  if (size > 0 && !in.read(bytes.data(), size)) throw FormatError(path, 0, "read failed");
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 

@@ -10,13 +10,16 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "../error.hpp"
 #include "../kernels/dropout_rows.hpp"
 #include "../matrix.hpp"
 #include "../util/finite.hpp"
 #include "../util/init.hpp"
+#include "../util/layer_identity.hpp"
 #include "../util/parallel.hpp"
+#include "../util/parameters.hpp"
 #include "../util/random.hpp"
 
 namespace synattn {
@@ -76,6 +79,24 @@ inline Scalar gelu_derivative(Scalar x) {
   const Scalar pdf = Scalar(0.39894228040143267794) * std::exp(Scalar(-0.5) * x * x);
   return cdf + x * pdf;
 }
+
+// What each layer that owns its parameters (Linear, Embedding, LayerNorm)
+// holds and shows the same way: its parameter store, and the identity its
+// caches are stamped with (util/layer_identity.hpp). The layers with parts
+// (FeedForward, the encoder) hand out their parts' stores instead.
+template <class Scalar>
+class LeafLayer {
+  static_assert(std::is_floating_point<Scalar>::value, "the nn layers are instantiated for float and double");
+
+ public:
+  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
+  void zero_grad() { store_.zero_grad(); }
+
+ protected:
+  ParameterStore<Scalar> store_;
+  LayerIdentity identity_;
+};
 
 // Dropout sites of an encoder layer (ids for RandomStream::derive).
 enum DropoutSite : std::uint64_t {

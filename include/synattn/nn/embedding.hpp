@@ -43,9 +43,7 @@ struct EmbeddingCache {
 };
 
 template <class Scalar>
-class Embedding {
-  static_assert(std::is_floating_point<Scalar>::value, "Embedding is instantiated for float and double");
-
+class Embedding : public LeafLayer<Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Cache = EmbeddingCache;
@@ -55,13 +53,13 @@ class Embedding {
     if (vocab < 2 || d < 1)
       throw Error("Embedding: vocab must be >= 2 (padding and unknown) and d >= 1, got vocab " +
                   std::to_string(vocab) + ", d " + std::to_string(d));
-    weight_ = store_.add("weight", vocab, d);
+    weight_ = this->store_.add("weight", vocab, d);
     reset_parameters(init);
   }
 
   void reset_parameters(const RandomStream& init) {
-    init_normal(store_.value(weight_), init);  // util/init.hpp's normal rule
-    store_.value(weight_).row(kPaddingId).setZero();
+    init_normal(this->store_.value(weight_), init);  // util/init.hpp's normal rule
+    this->store_.value(weight_).row(kPaddingId).setZero();
   }
 
   int vocab_size() const noexcept { return vocab_; }
@@ -73,7 +71,7 @@ class Embedding {
     cache.stamp.clear();
     look_up("Embedding::forward", ids, out);
     cache.ids = ids;
-    cache.stamp.stamp(identity_);
+    cache.stamp.stamp(this->identity_);
   }
   // The same rows, keeping nothing (`workspace` is only cleared).
   void infer(const Eigen::Ref<const IdVector>& ids, Cache& workspace, Eigen::Ref<Matrix> out) const {
@@ -85,22 +83,19 @@ class Embedding {
   // order (a fixed order, so the sums do not depend on threads).
   void backward(Cache& cache, const Eigen::Ref<const Matrix>& dout) {
     const char* fn = "Embedding::backward";
-    cache.stamp.check(fn, identity_);
+    cache.stamp.check(fn, this->identity_);
     const IdVector& ids = cache.ids;
     if (dout.rows() != ids.size() || dout.cols() != d_)
       throw Error(std::string(fn) + ": dout is " + shape_text(dout.rows(), dout.cols()) +
                   ", expected " + shape_text(ids.size(), d_));
     cache.stamp.mark_used();
-    auto g = store_.gradient(weight_);
+    auto g = this->store_.gradient(weight_);
     for (Index t = 0; t < ids.size(); ++t)
       if (ids[t] != kPaddingId) g.row(ids[t]) += dout.row(t);
   }
 
-  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
-  Eigen::Map<Matrix> weight() { return store_.value(weight_); }
-  Eigen::Map<Matrix> weight_gradient() { return store_.gradient(weight_); }
-  void zero_grad() { store_.zero_grad(); }
+  Eigen::Map<Matrix> weight() { return this->store_.value(weight_); }
+  Eigen::Map<Matrix> weight_gradient() { return this->store_.gradient(weight_); }
 
  private:
   void look_up(const char* fn, const Eigen::Ref<const IdVector>& ids, Eigen::Ref<Matrix> out) const {
@@ -108,7 +103,7 @@ class Embedding {
     if (out.rows() != ids.size() || out.cols() != d_)
       throw Error(std::string(fn) + ": out is " + shape_text(out.rows(), out.cols()) + ", expected " +
                   shape_text(ids.size(), d_));
-    const auto w = store_.value(weight_);
+    const auto w = this->store_.value(weight_);
     for (Index t = 0; t < ids.size(); ++t) out.row(t) = w.row(ids[t]);
   }
   void check_ids(const char* fn, const Eigen::Ref<const IdVector>& ids) const {
@@ -119,9 +114,7 @@ class Embedding {
   }
 
   int vocab_ = 0, d_ = 0;
-  ParameterStore<Scalar> store_;
   int weight_ = -1;
-  LayerIdentity identity_;
 };
 
 // PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)),

@@ -19,6 +19,7 @@
 #include "../util/parallel.hpp"
 #include "../util/layer_identity.hpp"
 #include "../util/parameters.hpp"
+#include "common.hpp"
 
 namespace synattn {
 namespace nn {
@@ -34,9 +35,7 @@ struct LayerNormCache {
 };
 
 template <class Scalar>
-class LayerNorm {
-  static_assert(std::is_floating_point<Scalar>::value, "LayerNorm is instantiated for float and double");
-
+class LayerNorm : public LeafLayer<Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Cache = LayerNormCache<Scalar>;
@@ -45,9 +44,9 @@ class LayerNorm {
   explicit LayerNorm(int d, double eps = 1e-5) : d_(d), eps_(eps) {
     if (d < 1) throw Error("LayerNorm: d must be >= 1, got " + std::to_string(d));
     if (!(eps > 0)) throw Error("LayerNorm: eps must be > 0, got " + std::to_string(eps));
-    weight_ = store_.add("weight", 1, d);
-    bias_ = store_.add("bias", 1, d);
-    store_.value(weight_).setOnes();
+    weight_ = this->store_.add("weight", 1, d);
+    bias_ = this->store_.add("bias", 1, d);
+    this->store_.value(weight_).setOnes();
   }
 
   int dim() const noexcept { return d_; }
@@ -57,7 +56,7 @@ class LayerNorm {
   void forward(const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
     cache.stamp.clear();
     normalize("LayerNorm::forward", x, cache, y);
-    cache.stamp.stamp(identity_);
+    cache.stamp.stamp(this->identity_);
   }
   // The same y bit for bit; the workspace's buffers hold the normalised rows
   // on the way, and it is left holding no forward pass.
@@ -73,22 +72,22 @@ class LayerNorm {
   // used once (util/layer_identity.hpp); all checks precede any write.
   void backward(Cache& cache, const Eigen::Ref<const Matrix>& dy, Eigen::Ref<Matrix> dx) {
     const char* fn = "LayerNorm::backward";
-    cache.stamp.check(fn, identity_);
+    cache.stamp.check(fn, this->identity_);
     const Index tokens = cache.xhat.rows();
     if (dy.rows() != tokens || dy.cols() != d_ || dx.rows() != tokens || dx.cols() != d_)
       throw Error(std::string(fn) + ": dy and dx must be " + shape_text(tokens, d_) +
                   " (the forward's shape), got " + shape_text(dy.rows(), dy.cols()) +
                   " and " + shape_text(dx.rows(), dx.cols()));
     cache.stamp.mark_used();
-    auto dg = store_.gradient(weight_);  // (1, d)
-    auto db = store_.gradient(bias_);    // (1, d)
+    auto dg = this->store_.gradient(weight_);  // (1, d)
+    auto db = this->store_.gradient(bias_);    // (1, d)
     // Parameter gradients first, serially in token order (fixed sums), since
     // dx may overwrite dy.
     for (Index r = 0; r < tokens; ++r) {
       dg += dy.row(r).cwiseProduct(cache.xhat.row(r));
       db += dy.row(r);
     }
-    const auto w = store_.value(weight_);
+    const auto w = this->store_.value(weight_);
     const Scalar inv_d = Scalar(1) / Scalar(d_);
     // Eigen's row expressions, not scalar loops: a plain loop's two sums
     // cannot be vectorised without reassociating them, which the compiler
@@ -101,11 +100,8 @@ class LayerNorm {
     });
   }
 
-  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
-  Eigen::Map<Matrix> weight() { return store_.value(weight_); }
-  Eigen::Map<Matrix> bias() { return store_.value(bias_); }
-  void zero_grad() { store_.zero_grad(); }
+  Eigen::Map<Matrix> weight() { return this->store_.value(weight_); }
+  Eigen::Map<Matrix> bias() { return this->store_.value(bias_); }
 
  private:
   void normalize(const char* fn, const Eigen::Ref<const Matrix>& x, Cache& cache, Eigen::Ref<Matrix> y) const {
@@ -115,8 +111,8 @@ class LayerNorm {
     const Index tokens = x.rows();
     cache.xhat.resize(tokens, d_);
     cache.rstd.resize(tokens);
-    const auto g = store_.value(weight_);
-    const auto b = store_.value(bias_);
+    const auto g = this->store_.value(weight_);
+    const auto b = this->store_.value(bias_);
     const Scalar inv_d = Scalar(1) / Scalar(d_);
     const Scalar eps = static_cast<Scalar>(eps_);
     parallel_for(tokens, 8.0 * d_ * tokens, [&](Index r) {
@@ -147,9 +143,7 @@ class LayerNorm {
 
   int d_ = 0;
   double eps_ = 1e-5;
-  ParameterStore<Scalar> store_;
   int weight_ = -1, bias_ = -1;
-  LayerIdentity identity_;
 };
 
 }  // namespace nn

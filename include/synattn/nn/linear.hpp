@@ -44,9 +44,7 @@ struct LinearCache {
 };
 
 template <class Scalar>
-class Linear {
-  static_assert(std::is_floating_point<Scalar>::value, "Linear is instantiated for float and double");
-
+class Linear : public LeafLayer<Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Cache = LinearCache<Scalar>;
@@ -56,17 +54,17 @@ class Linear {
   Linear(int in, int out, const RandomStream& init, bool bias = true) : in_(in), out_(out) {
     if (in < 1 || out < 1)
       throw Error("Linear: in and out must be >= 1, got in " + std::to_string(in) + ", out " + std::to_string(out));
-    weight_ = store_.add("weight", out, in);
-    if (bias) bias_ = store_.add("bias", 1, out);
+    weight_ = this->store_.add("weight", out, in);
+    if (bias) bias_ = this->store_.add("bias", 1, out);
     reset_parameters(init);
   }
 
   // util/init.hpp's linear rule: the weight from init.derive(0), the bias from init.derive(1).
   void reset_parameters(const RandomStream& init) {
     if (bias_ >= 0)
-      init_linear(store_.value(weight_), store_.value(bias_), init);
+      init_linear(this->store_.value(weight_), this->store_.value(bias_), init);
     else
-      init_linear(store_.value(weight_), init);
+      init_linear(this->store_.value(weight_), init);
   }
 
   int in_features() const noexcept { return in_; }
@@ -80,7 +78,7 @@ class Linear {
     apply("Linear::forward", x, y);
     if (x.data() != cache.input.data() || x.rows() != cache.input.rows() || x.cols() != cache.input.cols())
       cache.input = x;
-    cache.stamp.stamp(identity_);
+    cache.stamp.stamp(this->identity_);
   }
 
   // The same y, keeping nothing: `workspace` is not used (Linear needs no
@@ -102,7 +100,7 @@ class Linear {
     parameter_gradients(cache.input, dy);
     // dx (tokens, in) = dy (tokens, out) W (out, in); the product must not
     // write rows of dy it has yet to read.
-    const auto w = store_.value(weight_);
+    const auto w = this->store_.value(weight_);
     const auto input_gradient = [&](Eigen::Ref<Matrix> out) {
       parallel_chunks(dy.rows(), double(in_) * out_, [&](Index r0, Index m) {
         kernels::product<Scalar>(out.middleRows(r0, m), dy.middleRows(r0, m), w);
@@ -123,14 +121,11 @@ class Linear {
     parameter_gradients(cache.input, dy);
   }
 
-  ParameterStore<Scalar>& parameter_store() noexcept { return store_; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return store_; }
-  Eigen::Map<Matrix> weight() { return store_.value(weight_); }
-  Eigen::Map<const Matrix> weight() const { return store_.value(weight_); }
-  Eigen::Map<Matrix> bias() { return store_.value(require_bias()); }
-  Eigen::Map<Matrix> weight_gradient() { return store_.gradient(weight_); }
-  Eigen::Map<Matrix> bias_gradient() { return store_.gradient(require_bias()); }
-  void zero_grad() { store_.zero_grad(); }
+  Eigen::Map<Matrix> weight() { return this->store_.value(weight_); }
+  Eigen::Map<const Matrix> weight() const { return this->store_.value(weight_); }
+  Eigen::Map<Matrix> bias() { return this->store_.value(require_bias()); }
+  Eigen::Map<Matrix> weight_gradient() { return this->store_.gradient(weight_); }
+  Eigen::Map<Matrix> bias_gradient() { return this->store_.gradient(require_bias()); }
 
  private:
   int require_bias() const {
@@ -141,21 +136,21 @@ class Linear {
   void apply(const char* fn, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const {
     check(fn, "x", x.rows(), x.cols(), x.rows(), in_);
     check(fn, "y", y.rows(), y.cols(), x.rows(), out_);
-    const auto w = store_.value(weight_);
-    const Scalar* b = bias_ >= 0 ? store_.value_data(bias_) : nullptr;
+    const auto w = this->store_.value(weight_);
+    const Scalar* b = bias_ >= 0 ? this->store_.value_data(bias_) : nullptr;
     parallel_chunks(x.rows(), double(in_) * out_, [&](Index r0, Index m) {
       kernels::linear_product<Scalar>(y.middleRows(r0, m), x.middleRows(r0, m), w, b);
     });
   }
   void check_backward(const char* fn, const Cache& cache, const Eigen::Ref<const Matrix>& dy) const {
-    cache.stamp.check(fn, identity_);
+    cache.stamp.check(fn, this->identity_);
     check(fn, "dy", dy.rows(), dy.cols(), cache.input.rows(), out_);
   }
   // dW += dy^T x, db += colsum(dy).
   void parameter_gradients(const Matrix& x, const Eigen::Ref<const Matrix>& dy) {
     const Index tokens = x.rows();
-    auto dw = store_.gradient(weight_);                                // dW: (out, in)
-    Scalar* db = bias_ >= 0 ? store_.gradient_data(bias_) : nullptr;  // db: (out)
+    auto dw = this->store_.gradient(weight_);                                // dW: (out, in)
+    Scalar* db = bias_ >= 0 ? this->store_.gradient_data(bias_) : nullptr;  // db: (out)
     // dW[r0:r0+m] (m, in) += dy[:, r0:r0+m]^T (m, tokens) x (tokens, in): row
     // blocks of W are independent, so the split never changes a sum's order.
     parallel_chunks(out_, double(tokens) * in_, [&](Index r0, Index m) {
@@ -174,9 +169,7 @@ class Linear {
   }
 
   int in_ = 0, out_ = 0;
-  ParameterStore<Scalar> store_;
   int weight_ = -1, bias_ = -1;
-  LayerIdentity identity_;
 };
 
 }  // namespace nn

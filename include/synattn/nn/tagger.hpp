@@ -295,6 +295,18 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
            const RandomStream* dropout, bool inference) const;
   void backward_core(const char* fn, Cache& c, const Eigen::Ref<const Matrix>& dlogits,
                      const GradientsReady& on_ready);
+  // `m` (logits or their gradient) has the forward pass's rows, one column
+  // a class; `whose` ends the message.
+  void check_class_rows(const char* fn, const char* name, const Eigen::Ref<const Matrix>& m, const Cache& c,
+                        const char* whose) const {
+    if (m.rows() != c.embedded.rows() || m.cols() != s_.options.num_classes)
+      throw Error(std::string(fn) + ": " + name + " is " + shape_text(m.rows(), m.cols()) + ", expected " +
+                  shape_text(c.embedded.rows(), s_.options.num_classes) + whose);
+  }
+  // loss_and_backward() of both forms.
+  template <class Input>
+  LossResult forward_loss_backward(const Input& input, const Eigen::Ref<const IdVector>& labels, Cache& c,
+                                   const RandomStream* dropout, double normaliser);
 
   // Lowest flat offset of the parameters named "<prefix>..." (a few dozen
   // names compared, a handful of times per backward: negligible).
@@ -415,9 +427,7 @@ LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<cons
   const char* fn = "SyntaxTransformerTagger::loss";
   require_model(fn);
   c.stamp.check_filled(fn, s_.identity);
-  if (logits.rows() != c.embedded.rows() || logits.cols() != s_.options.num_classes)
-    throw Error(std::string(fn) + ": logits is " + shape_text(logits.rows(), logits.cols()) + ", expected " +
-                shape_text(c.embedded.rows(), s_.options.num_classes) + " (the forward pass's)");
+  check_class_rows(fn, "logits", logits, c, " (the forward pass's)");
   const LossResult r = s_.classifier.loss(logits, labels, c.lengths, normaliser, &c.dlogits);
   c.has_loss = true;
   return r;
@@ -440,9 +450,7 @@ void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const Eigen::Ref<const 
   const char* fn = "SyntaxTransformerTagger::backward";
   require_model(fn);
   c.stamp.check(fn, s_.identity);
-  if (dlogits.rows() != c.embedded.rows() || dlogits.cols() != s_.options.num_classes)
-    throw Error(std::string(fn) + ": dlogits is " + shape_text(dlogits.rows(), dlogits.cols()) + ", expected " +
-                shape_text(c.embedded.rows(), s_.options.num_classes) + " (the forward pass's logits)");
+  check_class_rows(fn, "dlogits", dlogits, c, " (the forward pass's logits)");
   backward_core(fn, c, dlogits, on_ready);
 }
 
@@ -466,9 +474,10 @@ void SyntaxTransformerTagger<Scalar>::backward_core(const char*, Cache& c, const
 }
 
 template <class Scalar>
-LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const TokenInput& input,
-                                                              const Eigen::Ref<const IdVector>& labels, Cache& c,
-                                                              const RandomStream* dropout, double normaliser) {
+template <class Input>
+LossResult SyntaxTransformerTagger<Scalar>::forward_loss_backward(const Input& input,
+                                                                  const Eigen::Ref<const IdVector>& labels, Cache& c,
+                                                                  const RandomStream* dropout, double normaliser) {
   c.logits.resize(input.ids.size(), s_.options.num_classes);
   forward(input, c, c.logits, dropout);
   const LossResult r = loss(c, c.logits, labels, normaliser);
@@ -477,14 +486,17 @@ LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const TokenInput& 
 }
 
 template <class Scalar>
+LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const TokenInput& input,
+                                                              const Eigen::Ref<const IdVector>& labels, Cache& c,
+                                                              const RandomStream* dropout, double normaliser) {
+  return forward_loss_backward(input, labels, c, dropout, normaliser);
+}
+
+template <class Scalar>
 LossResult SyntaxTransformerTagger<Scalar>::loss_and_backward(const PackedTokenInput& input,
                                                               const Eigen::Ref<const IdVector>& labels, Cache& c,
                                                               const RandomStream* dropout, double normaliser) {
-  c.logits.resize(input.ids.size(), s_.options.num_classes);
-  forward(input, c, c.logits, dropout);
-  const LossResult r = loss(c, c.logits, labels, normaliser);
-  backward(c);
-  return r;
+  return forward_loss_backward(input, labels, c, dropout, normaliser);
 }
 
 template <class Scalar>

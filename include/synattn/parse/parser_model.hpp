@@ -129,7 +129,7 @@ inline ParserOptions options_from_json(const std::string& text) {
 // file holds (each with its projections and feed-forward weights); heads
 // must divide d_model (validate), and max_length, which no tensor
 // constrains, is held to kMaxPrecomputedPositions there. So what loading
-// allocates is bounded by the file's own size. ParseError "FILE:
+// allocates is bounded by the file's own size. FormatError "FILE:
 // parser.options 'OPTION' = V does not fit tensor 'NAME' ...".
 inline void check_options_fit_tensors(const std::string& path, const ParserOptions& o, const SafetensorsFile& file) {
   // `options`: the options that size the tensor, as "'d_ff' = 24, 'd_model' = 16".
@@ -140,7 +140,7 @@ inline void check_options_fit_tensors(const std::string& path, const ParserOptio
     p.cols = static_cast<Index>(cols);
     if (it != file.tensors.end() && rows >= 1 && cols >= 1 && checkpoint_detail::shape_accepted(p, it->second.shape))
       return;
-    throw ParseError(
+    throw FormatError(
         path, 0,
         "parser.options " + options +
             (it == file.tensors.end() ? " do not fit the file: it has no tensor '" + name + "'"
@@ -155,7 +155,7 @@ inline void check_options_fit_tensors(const std::string& path, const ParserOptio
   bool has_chars = false;
   for (const auto& kv : file.tensors) has_chars = has_chars || starts_with(kv.first, "chars.");
   if (has_chars != o.use_chars)
-    throw ParseError(path, 0,
+    throw FormatError(path, 0,
                      std::string("parser.options 'use_chars' = ") + (o.use_chars ? "true" : "false") +
                          " does not fit the file: it " + (has_chars ? "holds" : "has no") + " chars.* tensors");
   if (o.use_chars) {
@@ -182,7 +182,7 @@ inline void check_options_fit_tensors(const std::string& path, const ParserOptio
       count = std::max(count, k + 1);
   }
   if (o.layers != count)
-    throw ParseError(path, 0,
+    throw FormatError(path, 0,
                      "parser.options 'layers' = " + std::to_string(o.layers) + " does not fit the file: it holds " +
                          std::to_string(count) + " encoder layers (encoder.layers.*)");
   for (long long k = 0; k < count; ++k) {
@@ -205,7 +205,7 @@ inline void check_options_fit_tensors(const std::string& path, const ParserOptio
   if (o.num_upos > 0) {
     fits("upos.weight", opt("num_upos", o.num_upos) + ", " + opt("d_model", d), o.num_upos, d);
   } else if (file.tensors.count("upos.weight")) {
-    throw ParseError(path, 0,
+    throw FormatError(path, 0,
                      "parser.options 'num_upos' = 0 does not fit the file: it holds a tagging head (upos.weight)");
   }
 }
@@ -281,21 +281,21 @@ class ParserModel {
     const auto meta = [&](const std::string& key) -> const std::string& {
       const auto it = file.metadata.find(key);
       if (it == file.metadata.end())
-        throw ParseError(path, 0, "not a synattn parser model: its metadata has no '" + key + "'");
+        throw FormatError(path, 0, "not a synattn parser model: its metadata has no '" + key + "'");
       return it->second;
     };
     const std::string& format = meta("parser.format");
     if (format != kParserFormat)
-      throw ParseError(path, 0, "parser.format is '" + format + "', this build reads '" + kParserFormat + "'");
+      throw FormatError(path, 0, "parser.format is '" + format + "', this build reads '" + kParserFormat + "'");
     ParserOptions options;
     ParserVocabulary vocabulary;
     try {
       options = options_from_json(meta("parser.options"));
       vocabulary = ParserVocabulary::from_json(meta("parser.vocabulary"));
-    } catch (const ParseError&) {
+    } catch (const FormatError&) {
       throw;
     } catch (const Error& e) {
-      throw ParseError(path, 0, e.what());
+      throw FormatError(path, 0, e.what());
     }
     check_options_fit_tensors(path, options, file);  // before anything is built from them
     ParserModel model(options, std::move(vocabulary));

@@ -15,7 +15,7 @@
 //   ID <tab> FORM <tab> _ <tab> _ ... (ten columns: every one but ID and FORM '_')
 // followed by a blank line.
 //
-// Refused, as ParseError "FILE:LINE: reason": a byte sequence that is not
+// Refused, as FormatError "FILE:LINE: reason": a byte sequence that is not
 // UTF-8 (overlong forms, UTF-16 surrogates and code points above U+10FFFF
 // included: the output must be valid CoNLL-U, which is UTF-8); a control
 // character other than tab (a carriage return inside a line means CR-only
@@ -38,7 +38,7 @@
 #include "../error.hpp"
 #include "../io/conllu.hpp"
 #include "../text/utf8.hpp"
-#include "conllu_document.hpp"
+#include "../io/conllu_document.hpp"
 #include "sentence_length.hpp"
 
 namespace synattn::parse {
@@ -94,16 +94,16 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
     std::size_t at = 0;
     std::string why;
     if (!token_text_detail::check_utf8(buf, at, why))
-      throw ParseError(file_name, line,
+      throw FormatError(file_name, line,
                        "invalid UTF-8 at byte " + std::to_string(at + shown) + ": " + why);
     for (std::size_t i = 0; i < buf.size(); ++i) {
       const auto c = static_cast<unsigned char>(buf[i]);
       if (c == '\r')
-        throw ParseError(file_name, line,
+        throw FormatError(file_name, line,
                          "carriage return at byte " + std::to_string(i + shown) +
                              ": are the line ends CR-only? convert them to \\n or \\r\\n");
       if ((c < 0x20 && c != '\t') || c == 0x7F)
-        throw ParseError(file_name, line,
+        throw FormatError(file_name, line,
                          "control character " + token_text_detail::hex_byte(c) + " at byte " +
                              std::to_string(i + shown) +
                              " (only spaces and tabs separate tokens; other control characters "
@@ -112,7 +112,7 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
     const std::size_t count = token_text_detail::count_tokens(buf);
     if (count == 0) continue;  // blank: not a sentence
     if (count > max_tokens)
-      throw ParseError(file_name, line,
+      throw FormatError(file_name, line,
                        std::to_string(count) + " tokens, more than the limit of " +
                            std::to_string(max_tokens) +
                            " a line (one sentence a line: is this a paragraph, or a file "
@@ -121,7 +121,7 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
     doc.append_sentence(std::to_string(doc.size() + 1), tokens, line);
   }
   if (in.bad())
-    throw ParseError(file_name, line,
+    throw FormatError(file_name, line,
                      line == 0 ? "read error before the first line (the input stream failed; is "
                                  "it a directory?)"
                                : "read error after this line (the input stream failed)");
@@ -129,7 +129,7 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
 }
 
 // The token text file at `path`, opened as CoNLL-U files are (a directory or
-// a file that cannot be opened is a ParseError(path, 0, ...)).
+// a file that cannot be opened is a FormatError(path, 0, ...)).
 inline ConlluDocument read_token_text_file(const std::string& path,
                                            std::size_t max_tokens = kMaxTokensPerLine) {
   std::ifstream in = open_conllu_file(path);

@@ -168,12 +168,12 @@ class TokenizerModel {
     const auto meta = [&](const std::string& key) -> const std::string& {
       const auto it = file.metadata.find(key);
       if (it == file.metadata.end())
-        throw ParseError(path, 0, "not a synattn tokenizer model: its metadata has no '" + key + "'");
+        throw FormatError(path, 0, "not a synattn tokenizer model: its metadata has no '" + key + "'");
       return it->second;
     };
     const std::string& format = meta("tokenizer.format");
     if (format != kTokenizerFormat)
-      throw ParseError(path, 0, "tokenizer.format is '" + format + "', this build reads '" + kTokenizerFormat + "'");
+      throw FormatError(path, 0, "tokenizer.format is '" + format + "', this build reads '" + kTokenizerFormat + "'");
     TokenizerOptions options;
     CharVocabulary vocabulary;
     MultiwordExpander multiword;
@@ -182,10 +182,10 @@ class TokenizerModel {
       vocabulary = CharVocabulary::from_json(meta("tokenizer.vocabulary"));
       multiword = MultiwordExpander::from_json(meta("tokenizer.multiword"));
       check_tensor_shapes(options, file);
-    } catch (const ParseError&) {
+    } catch (const FormatError&) {
       throw;
     } catch (const Error& e) {
-      throw ParseError(path, 0, e.what());
+      throw FormatError(path, 0, e.what());
     }
     TokenizerModel model(options, std::move(vocabulary), std::move(multiword));
     const CheckpointInfo got = load_checkpoint<float>(path, model.net_.parameter_store(), nullptr);

@@ -1,7 +1,7 @@
 // synattn — training a TokenizerModel from a treebank's own text.
 //
 // The training text is the treebank's, rebuilt from its forms and spaces
-// (text/conllu_text.hpp); its gold classes come from where its tokens and
+// (io/conllu_text.hpp); its gold classes come from where its tokens and
 // sentences end (text/segmenter_labels.hpp). Each epoch visits every
 // paragraph once, in pieces of `piece_chars` characters with the network's
 // context as margin (so training sees what inference sees), shuffled by

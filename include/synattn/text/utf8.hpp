@@ -123,14 +123,14 @@ inline bool check_utf8(std::string_view s, std::size_t& at, std::string& why,
   return true;
 }
 
-// Invalid UTF-8 in a named input: a ParseError "NAME:LINE: invalid UTF-8 at
+// Invalid UTF-8 in a named input: a FormatError "NAME:LINE: invalid UTF-8 at
 // byte offset N (byte C of the line): why", with N (0-based, in the whole
 // input) also given as byte_offset().
-class Utf8Error : public ParseError {
+class Utf8Error : public FormatError {
  public:
   Utf8Error(std::string name, std::size_t line, std::size_t byte_offset, std::size_t column,
             const std::string& why)
-      : ParseError(std::move(name), line,
+      : FormatError(std::move(name), line,
                    "invalid UTF-8 at byte offset " + std::to_string(byte_offset) + " (byte " +
                        std::to_string(column) + " of the line): " + why),
         byte_offset_(byte_offset) {}

@@ -32,7 +32,7 @@
 // NaN and infinity, one rule both ways: refused unless asked for. Saving
 // (save_checkpoint, save_weights_half) throws Error naming the tensor and its
 // first non-finite element, before anything is written, so the previous file
-// under that name stays as it was; loading throws ParseError naming the
+// under that name stays as it was; loading throws FormatError naming the
 // tensor and element. A diverged run can still be kept for inspection:
 // CheckpointSaveOptions::allow_non_finite saves it (F32/F64 bit for bit) and
 // CheckpointLoadOptions::allow_non_finite loads it back, bit for bit. Why
@@ -123,7 +123,7 @@ inline long long parse_count(const std::string& path, const std::string& key, co
                              long long max = std::numeric_limits<long long>::max()) {
   // Digits only (the one metadata-number helper, util/metadata_number.hpp).
   if (!text.empty() && text[0] == '-')
-    throw ParseError(path, 0, integer_refusal("__metadata__ '" + key + "'", text, 0, max));
+    throw FormatError(path, 0, integer_refusal("__metadata__ '" + key + "'", text, 0, max));
   return metadata_integer(path, key, text, 0, max);
 }
 
@@ -152,20 +152,20 @@ template <class Scalar>
 void read_tensor(const std::string& path, const SafetensorsFile& file, const std::string& name, const ParameterInfo& p,
                  const CheckpointLoadOptions& options, Scalar* out) {
   const auto it = file.tensors.find(name);
-  if (it == file.tensors.end()) throw ParseError(path, 0, "missing tensor '" + name + "'");
+  if (it == file.tensors.end()) throw FormatError(path, 0, "missing tensor '" + name + "'");
   const SafeTensor& t = it->second;
   const SafetensorsDType want = safetensors_dtype_of<Scalar>();
   if (t.dtype != want) {
     if (!t.is_floating())
-      throw ParseError(path, 0, "tensor '" + name + "' has dtype " + safetensors_dtype_name(t.dtype) + ", expected " +
+      throw FormatError(path, 0, "tensor '" + name + "' has dtype " + safetensors_dtype_name(t.dtype) + ", expected " +
                                     safetensors_dtype_name(want));
     if (!options.convert_dtype)
-      throw ParseError(path, 0, "dtype mismatch: tensor '" + name + "' is " + safetensors_dtype_name(t.dtype) +
+      throw FormatError(path, 0, "dtype mismatch: tensor '" + name + "' is " + safetensors_dtype_name(t.dtype) +
                                     ", the model is " + safetensors_dtype_name(want) +
                                     " (set CheckpointLoadOptions::convert_dtype to convert)");
   }
   if (!shape_accepted(p, t.shape))
-    throw ParseError(path, 0, "shape mismatch: tensor '" + name + "' is " + shape_text(t.shape) +
+    throw FormatError(path, 0, "shape mismatch: tensor '" + name + "' is " + shape_text(t.shape) +
                                   ", expected " + shape_text(shape_of(p)) + " (a " +
                                   shape_text(p.rows, p.cols) + " parameter)");
   const bool same = t.dtype == want;
@@ -176,12 +176,12 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
     // is undefined behaviour to convert, and would silently become inf).
     const double wide = same ? 0.0 : t.get<double>(static_cast<std::size_t>(i));
     if (!same && std::isfinite(wide) && std::abs(wide) > static_cast<double>(std::numeric_limits<Scalar>::max()))
-      throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
+      throw FormatError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
                                     " overflows the model's " + safetensors_dtype_name(want) + " (convert_dtype)");
     const Scalar v = same ? t.get<Scalar>(static_cast<std::size_t>(i)) : static_cast<Scalar>(wide);
     if (!std::isfinite(v)) {
       if (!options.allow_non_finite)
-        throw ParseError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite (" +
+        throw FormatError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " is not finite (" +
                                       non_finite_name(static_cast<double>(v)) +
                                       "; set CheckpointLoadOptions::allow_non_finite to load a diverged run)");
     }
@@ -322,7 +322,7 @@ void save_weights_half(const std::string& path, const ParameterStore<Scalar>& st
 // Restores parameters (and the optimiser's state and step count, when
 // `optimizer` is not null) from a parsed checkpoint; `source` names it in
 // errors. Returns the step and the metadata. Nothing is changed when it
-// throws (ParseError "SOURCE: reason").
+// throws (FormatError "SOURCE: reason").
 template <class Scalar>
 CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& source,
                                const std::vector<ParameterInfo>& infos,
@@ -337,7 +337,7 @@ CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& s
   };
   const std::string* format = meta("format");
   if (format && *format != d::format)
-    throw ParseError(path, 0, "__metadata__ format is '" + *format + "', expected '" + d::format + "'");
+    throw FormatError(path, 0, "__metadata__ format is '" + *format + "', expected '" + d::format + "'");
 
   std::map<std::string, bool> used;
   Vector staged = values;
@@ -353,13 +353,13 @@ CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& s
   if (optimizer != nullptr) {
     const std::string* kind = format ? meta("optimizer") : nullptr;
     if (kind == nullptr || *kind == "none")
-      throw ParseError(path, 0, "the checkpoint holds no optimizer state (this optimizer is '" + optimizer->kind() +
+      throw FormatError(path, 0, "the checkpoint holds no optimizer state (this optimizer is '" + optimizer->kind() +
                                     "')");
     if (*kind != optimizer->kind())
-      throw ParseError(path, 0, "the checkpoint's optimizer is '" + *kind + "', this optimizer is '" +
+      throw FormatError(path, 0, "the checkpoint's optimizer is '" + *kind + "', this optimizer is '" +
                                     optimizer->kind() + "'");
     const std::string* steps = meta("optimizer.steps");
-    if (steps == nullptr) throw ParseError(path, 0, "__metadata__ has no 'optimizer.steps'");
+    if (steps == nullptr) throw FormatError(path, 0, "__metadata__ has no 'optimizer.steps'");
     optimizer_steps = d::parse_count(path, "optimizer.steps", *steps, Optimizer<Scalar>::kMaxSteps);
     for (const std::string& s : optimizer->state_names()) {
       state.push_back(Vector::Zero(values.size()));
@@ -374,7 +374,7 @@ CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& s
   for (const auto& kv : file.tensors) {
     if (used.count(kv.first) || options.allow_unexpected) continue;
     if (optimizer == nullptr && starts_with(kv.first, "optimizer.")) continue;
-    throw ParseError(path, 0, "unexpected tensor '" + kv.first + "' (the model has no parameter of that name)");
+    throw FormatError(path, 0, "unexpected tensor '" + kv.first + "' (the model has no parameter of that name)");
   }
 
   CheckpointInfo info;

@@ -38,20 +38,37 @@ constexpr CpuFeature without(CpuFeature a, CpuFeature b) noexcept {
 }
 constexpr bool has(CpuFeature set, CpuFeature f) noexcept { return (set & f) == f && f != CpuFeature::none; }
 
-// Every feature above in increasing order, with the name TensorFlow's notice
-// uses and the GCC/Clang flag that enables it alone.
+// Every feature above in increasing order, one row each: its enumerator, the
+// name TensorFlow's notice uses, the GCC/Clang flag that enables it alone,
+// the name __builtin_cpu_supports asks CPUID by, and the macro the compiler
+// defines when this translation unit may use it. The table below, the
+// compile-time set and the run-time set are all read from these rows, so a
+// feature is added in one place.
+#define SYNATTN_DETAIL_CPU_FEATURE_ROWS(X)                                                          \
+  X(sse4_1, "SSE4.1", "-msse4.1", "sse4.1", __SSE4_1__) X(sse4_2, "SSE4.2", "-msse4.2", "sse4.2", __SSE4_2__) \
+  X(avx, "AVX", "-mavx", "avx", __AVX__) X(avx2, "AVX2", "-mavx2", "avx2", __AVX2__)                   \
+  X(fma, "FMA", "-mfma", "fma", __FMA__) X(avx512f, "AVX512F", "-mavx512f", "avx512f", __AVX512F__)      \
+  X(avx512bw, "AVX512BW", "-mavx512bw", "avx512bw", __AVX512BW__)                                      \
+  X(avx512vl, "AVX512VL", "-mavx512vl", "avx512vl", __AVX512VL__)                                      \
+  X(avx512dq, "AVX512DQ", "-mavx512dq", "avx512dq", __AVX512DQ__)
+
+// 1 when `macro` is defined as 1 (GCC, Clang and MSVC define every feature
+// macro above so), 0 when it is not defined: #if cannot stand inside a
+// macro, and this lets one row carry a feature's macro.
+#define SYNATTN_DETAIL_PLACEHOLDER_1 0,
+#define SYNATTN_DETAIL_SECOND(ignored, value, ...) value
+#define SYNATTN_DETAIL_IS_ONE3(junk_or_placeholder) SYNATTN_DETAIL_SECOND(junk_or_placeholder 1, 0, )
+#define SYNATTN_DETAIL_IS_ONE2(value) SYNATTN_DETAIL_IS_ONE3(SYNATTN_DETAIL_PLACEHOLDER_##value)
+#define SYNATTN_DETAIL_IS_ONE(macro) SYNATTN_DETAIL_IS_ONE2(macro)
+
 struct CpuFeatureInfo {
   CpuFeature feature;
   const char* name;
   const char* flag;
 };
-inline constexpr CpuFeatureInfo cpu_feature_table[] = {
-    {CpuFeature::sse4_1, "SSE4.1", "-msse4.1"}, {CpuFeature::sse4_2, "SSE4.2", "-msse4.2"},
-    {CpuFeature::avx, "AVX", "-mavx"},          {CpuFeature::avx2, "AVX2", "-mavx2"},
-    {CpuFeature::fma, "FMA", "-mfma"},          {CpuFeature::avx512f, "AVX512F", "-mavx512f"},
-    {CpuFeature::avx512bw, "AVX512BW", "-mavx512bw"}, {CpuFeature::avx512vl, "AVX512VL", "-mavx512vl"},
-    {CpuFeature::avx512dq, "AVX512DQ", "-mavx512dq"},
-};
+#define SYNATTN_DETAIL_CPU_FEATURE_INFO(feature, name, flag, cpuid, macro) {CpuFeature::feature, name, flag},
+inline constexpr CpuFeatureInfo cpu_feature_table[] = {SYNATTN_DETAIL_CPU_FEATURE_ROWS(SYNATTN_DETAIL_CPU_FEATURE_INFO)};
+#undef SYNATTN_DETAIL_CPU_FEATURE_INFO
 
 // "AVX2 FMA": the names of the features in `set`, in the table's order.
 inline std::string feature_names(CpuFeature set) {
@@ -64,35 +81,10 @@ inline std::string feature_names(CpuFeature set) {
 // What this translation unit's compiler flags (-march, -mavx2, ...) let the
 // compiler use: the code Eigen's products and the kernels were built into.
 constexpr CpuFeature build_cpu_features() noexcept {
-  CpuFeature f = CpuFeature::none;
-#if defined(__SSE4_1__)
-  f = f | CpuFeature::sse4_1;
-#endif
-#if defined(__SSE4_2__)
-  f = f | CpuFeature::sse4_2;
-#endif
-#if defined(__AVX__)
-  f = f | CpuFeature::avx;
-#endif
-#if defined(__AVX2__)
-  f = f | CpuFeature::avx2;
-#endif
-#if defined(__FMA__)
-  f = f | CpuFeature::fma;
-#endif
-#if defined(__AVX512F__)
-  f = f | CpuFeature::avx512f;
-#endif
-#if defined(__AVX512BW__)
-  f = f | CpuFeature::avx512bw;
-#endif
-#if defined(__AVX512VL__)
-  f = f | CpuFeature::avx512vl;
-#endif
-#if defined(__AVX512DQ__)
-  f = f | CpuFeature::avx512dq;
-#endif
-  return f;
+#define SYNATTN_DETAIL_CPU_FEATURE_BUILT(feature, name, flag, cpuid, macro) \
+  | (SYNATTN_DETAIL_IS_ONE(macro) ? CpuFeature::feature : CpuFeature::none)
+  return CpuFeature::none SYNATTN_DETAIL_CPU_FEATURE_ROWS(SYNATTN_DETAIL_CPU_FEATURE_BUILT);
+#undef SYNATTN_DETAIL_CPU_FEATURE_BUILT
 }
 
 // What the CPU this process runs on supports (and the OS enables).
@@ -102,15 +94,10 @@ inline CpuFeature cpu_features() noexcept {
   // Idempotent; needed only if this runs before libgcc's own constructor
   // (e.g. from another static initialiser), harmless otherwise.
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("sse4.1")) f = f | CpuFeature::sse4_1;
-  if (__builtin_cpu_supports("sse4.2")) f = f | CpuFeature::sse4_2;
-  if (__builtin_cpu_supports("avx")) f = f | CpuFeature::avx;
-  if (__builtin_cpu_supports("avx2")) f = f | CpuFeature::avx2;
-  if (__builtin_cpu_supports("fma")) f = f | CpuFeature::fma;
-  if (__builtin_cpu_supports("avx512f")) f = f | CpuFeature::avx512f;
-  if (__builtin_cpu_supports("avx512bw")) f = f | CpuFeature::avx512bw;
-  if (__builtin_cpu_supports("avx512vl")) f = f | CpuFeature::avx512vl;
-  if (__builtin_cpu_supports("avx512dq")) f = f | CpuFeature::avx512dq;
+#define SYNATTN_DETAIL_CPU_FEATURE_SUPPORTED(feature, name, flag, cpuid, macro) \
+  if (__builtin_cpu_supports(cpuid)) f = f | CpuFeature::feature;
+  SYNATTN_DETAIL_CPU_FEATURE_ROWS(SYNATTN_DETAIL_CPU_FEATURE_SUPPORTED)
+#undef SYNATTN_DETAIL_CPU_FEATURE_SUPPORTED
 #endif
   return f;
 }

@@ -14,7 +14,7 @@
 //                                    '+', no fraction), and lies in [lo, hi];
 //   real_number(text, lo, hi, out)   text is one finite decimal number as
 //                                    "%.17g" writes it, in [lo, hi];
-//   metadata_integer / metadata_real the same, throwing ParseError
+//   metadata_integer / metadata_real the same, throwing FormatError
 //                                    "FILE: KEY is 'TEXT', expected ...".
 #ifndef SYNATTN_UTIL_METADATA_NUMBER_HPP
 #define SYNATTN_UTIL_METADATA_NUMBER_HPP
@@ -85,13 +85,13 @@ inline std::string integer_refusal(const std::string& what, const std::string& t
 }
 
 // `text`, the value of metadata field `key` of file `source`, as a whole
-// number in [lo, hi]; else ParseError "SOURCE: __metadata__ 'KEY' is 'TEXT',
+// number in [lo, hi]; else FormatError "SOURCE: __metadata__ 'KEY' is 'TEXT',
 // expected ...".
 inline long long metadata_integer(const std::string& source, const std::string& key, const std::string& text,
                                   long long lo, long long hi) {
   long long v = 0;
   if (!whole_number(text, lo, hi, v))
-    throw ParseError(source, 0, integer_refusal("__metadata__ '" + key + "'", text, lo, hi));
+    throw FormatError(source, 0, integer_refusal("__metadata__ '" + key + "'", text, lo, hi));
   return v;
 }
 
@@ -100,7 +100,7 @@ inline double metadata_real(const std::string& source, const std::string& key, c
                             double hi) {
   double v = 0;
   if (!real_number(text, lo, hi, v))
-    throw ParseError(source, 0,
+    throw FormatError(source, 0,
                      "__metadata__ '" + key + "' is '" + text + "', expected a finite number in [" +
                          metadata_number_detail::real_text(lo) + ", " + metadata_number_detail::real_text(hi) + "]");
   return v;

@@ -30,8 +30,8 @@
 // sentence, a HEAD outside [-1, n] or on some words only, a line break in a
 // comment's value. (Trees are not checked: that is the parser's job, and
 // the reader refuses a file whose heads are not one.)
-#ifndef SYNATTN_TEXT_CONLLU_WRITER_HPP
-#define SYNATTN_TEXT_CONLLU_WRITER_HPP
+#ifndef SYNATTN_IO_CONLLU_WRITER_HPP
+#define SYNATTN_IO_CONLLU_WRITER_HPP
 
 #include <cstddef>
 #include <ostream>
@@ -40,10 +40,10 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../io/conllu.hpp"
+#include "conllu.hpp"
 #include "conllu_text.hpp"
-#include "document.hpp"
-#include "utf8.hpp"
+#include "../text/document.hpp"
+#include "../text/utf8.hpp"
 
 namespace synattn {
 namespace text {
@@ -238,4 +238,4 @@ inline void write_conllu_text(const Document& doc, std::ostream& out) {
 }  // namespace text
 }  // namespace synattn
 
-#endif  // SYNATTN_TEXT_CONLLU_WRITER_HPP
+#endif  // SYNATTN_IO_CONLLU_WRITER_HPP

@@ -15,10 +15,10 @@
 // difference: text still to be parsed has no tree, so a sentence may have
 // HEAD '_' on every word; its DEPREL is then kept as read, whatever it is.
 // A sentence has a HEAD on every word or on none; when it has them they must
-// form a tree, exactly as for read_conllu. Malformed input is a ParseError
+// form a tree, exactly as for read_conllu. Malformed input is a FormatError
 // "FILE:LINE: reason", LINE counted in the whole file.
-#ifndef SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
-#define SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
+#ifndef SYNATTN_IO_CONLLU_DOCUMENT_HPP
+#define SYNATTN_IO_CONLLU_DOCUMENT_HPP
 
 #include <cstddef>
 #include <fstream>
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../io/conllu.hpp"
+#include "conllu.hpp"
 
 namespace synattn::parse {
 
@@ -44,7 +44,7 @@ class ConlluDocument {
   // An empty document whose messages name `file_name` (see append_sentence).
   explicit ConlluDocument(std::string file_name) : file_(std::move(file_name)) {}
 
-  // Every line of `in`. Throws ParseError(file_name, line, reason) on a
+  // Every line of `in`. Throws FormatError(file_name, line, reason) on a
   // malformed sentence or a stream read error.
   static ConlluDocument read(std::istream& in, const std::string& file_name) {
     ConlluDocument doc(file_name);
@@ -57,7 +57,7 @@ class ConlluDocument {
     }
     // The reader's own messages for the same failure.
     if (in.bad())
-      throw ParseError(file_name, doc.lines_.size(),
+      throw FormatError(file_name, doc.lines_.size(),
                        doc.lines_.empty()
                            ? "read error before the first line (the input stream failed; is it a "
                              "directory?)"
@@ -67,7 +67,7 @@ class ConlluDocument {
   }
 
   // The file at `path`, opened by open_conllu_file (a directory or a file
-  // that cannot be opened is a ParseError(path, 0, ...)).
+  // that cannot be opened is a FormatError(path, 0, ...)).
   static ConlluDocument read_file(const std::string& path) {
     std::ifstream in = open_conllu_file(path);
     return read(in, path);
@@ -101,13 +101,13 @@ class ConlluDocument {
   bool has_input_tree(std::size_t s) const { return at(s).input_tree; }
 
   // Every sentence as read, for evaluation against a parser's output. Throws
-  // ParseError(file, line, ...) at the first sentence that had no tree.
+  // FormatError(file, line, ...) at the first sentence that had no tree.
   std::vector<ConlluSentence> gold_sentences() const {
     std::vector<ConlluSentence> out;
     out.reserve(sentences_.size());
     for (const Sentence& s : sentences_) {
       if (!s.input_tree)
-        throw ParseError(file_, s.input.line,
+        throw FormatError(file_, s.input.line,
                          "sentence " + s.input.label() +
                              " has no tree (HEAD is '_'): gold sentences need a HEAD and DEPREL "
                              "on every word");
@@ -133,13 +133,13 @@ class ConlluDocument {
   }
 
   // Every sentence as it is now, for evaluation of a parser's output.
-  // Throws ParseError(file, line, ...) at the first sentence with no heads.
+  // Throws FormatError(file, line, ...) at the first sentence with no heads.
   std::vector<ConlluSentence> sentences() const {
     std::vector<ConlluSentence> out;
     out.reserve(sentences_.size());
     for (std::size_t s = 0; s < sentences_.size(); ++s) {
       if (!sentences_[s].tree)
-        throw ParseError(file_, sentences_[s].input.line,
+        throw FormatError(file_, sentences_[s].input.line,
                          "sentence " + label(s) +
                              " has no tree yet (HEAD is '_' and set_heads was not called for it)");
       out.push_back(sentence(s));
@@ -379,19 +379,19 @@ class ConlluDocument {
     bool found = false;
     try {
       found = reader.next(s);
-    } catch (const ParseError& e) {
+    } catch (const FormatError& e) {
       // The reader's line 1 + shift is the block's first line: file line begin + 1.
-      throw ParseError(file_, begin + e.line() - shift, e.reason());
+      throw FormatError(file_, begin + e.line() - shift, e.reason());
     }
     if (!found) return;  // comments alone: not a sentence, kept as lines only
     if (s.words.size() != word_lines.size())  // cannot happen: the reader checked the IDs
-      throw ParseError(file_, begin + 1, "internal error: word lines miscounted");
+      throw FormatError(file_, begin + 1, "internal error: word lines miscounted");
 
     if (placeholders && blank_heads != word_lines.size()) {
       const bool first_blank = heads[0] == "_";
       std::size_t k = 1;
       while ((heads[k] == "_") == first_blank) ++k;
-      throw ParseError(file_, word_lines[k] + 1,
+      throw FormatError(file_, word_lines[k] + 1,
                        "HEAD " + synattn::detail::quote_field(heads[k]) + " but word 1 (line " +
                            std::to_string(word_lines[0] + 1) + ") has HEAD " +
                            synattn::detail::quote_field(heads[0]) +
@@ -442,4 +442,4 @@ class ConlluDocument {
 
 }  // namespace synattn::parse
 
-#endif  // SYNATTN_PARSE_CONLLU_DOCUMENT_HPP
+#endif  // SYNATTN_IO_CONLLU_DOCUMENT_HPP

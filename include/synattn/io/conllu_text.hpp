@@ -21,16 +21,17 @@
 // A sentence's rebuilt text, each whitespace run folded to one space, must
 // equal its "# text" folded the same way (folding forgives e.g. EWT's
 // "have\u00A0 been", whose MISC keeps only the no-break space); a mismatch
-// is a ParseError naming the sentence's first line and the first differing
+// is a FormatError naming the sentence's first line and the first differing
 // byte. The rest of the file is checked by the strict reader itself
 // (ConlluDocument, which runs ConlluReader on each sentence: columns, IDs,
 // HEAD on every word or '_' on all, trees), so this reader accepts and
 // refuses what read_conllu does, plus: invalid UTF-8, multiword tokens that
 // are out of place, overlap or cover missing words, and bad SpacesAfter /
-// SpacesBefore values. Errors are ParseError "FILE:LINE: reason".
-#ifndef SYNATTN_TEXT_CONLLU_TEXT_HPP
-#define SYNATTN_TEXT_CONLLU_TEXT_HPP
+// SpacesBefore values. Errors are FormatError "FILE:LINE: reason".
+#ifndef SYNATTN_IO_CONLLU_TEXT_HPP
+#define SYNATTN_IO_CONLLU_TEXT_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <fstream>
 #include <istream>
@@ -42,12 +43,12 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../io/conllu.hpp"
-#include "../io/input_file.hpp"
-#include "../parse/conllu_document.hpp"
-#include "document.hpp"
-#include "utf8.hpp"
-#include "word_spans.hpp"
+#include "conllu.hpp"
+#include "input_file.hpp"
+#include "conllu_document.hpp"
+#include "../text/document.hpp"
+#include "../text/utf8.hpp"
+#include "../text/word_spans.hpp"
 
 namespace synattn {
 namespace text {
@@ -81,27 +82,31 @@ inline bool all_space(std::string_view s) noexcept {
 }
 
 // MISC's whitespace escapes (UDPipe's, plus \uXXXX as UD_English-EWT writes
-// U+00A0): \s space, \t tab, \r CR, \n LF, \p '|', \\ backslash.
+// U+00A0): \s space, \t tab, \r CR, \n LF, \p '|', \\ backslash. One
+// table for both directions, so that writer and reader cannot disagree.
+struct SpaceEscape {
+  char raw;     // the character
+  char letter;  // what follows the backslash
+};
+inline constexpr SpaceEscape kSpaceEscapes[] = {{' ', 's'}, {'\t', 't'}, {'\r', 'r'},
+                                                {'\n', 'n'}, {'|', 'p'},  {'\\', '\\'}};
+
 inline std::string escape_spaces(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t start = i;
     const char32_t c = next_code_point(s, i);
-    switch (c) {
-      case ' ': out += "\\s"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\n': out += "\\n"; break;
-      case '|': out += "\\p"; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        // Other spaces are escaped too: raw U+0085, U+2028 or a form feed
-        // would be a line break to some readers of the file.
-        if (is_space(c) || c < 0x20 || c == 0x7F) {
-          out += "\\u" + code_point_text(c).substr(2);
-        } else {
-          out.append(s.substr(start, i - start));
-        }
+    const SpaceEscape* e = std::find_if(std::begin(kSpaceEscapes), std::end(kSpaceEscapes),
+                                        [c](const SpaceEscape& x) { return char32_t(x.raw) == c; });
+    if (e != std::end(kSpaceEscapes)) {
+      out += '\\';
+      out += e->letter;
+    } else if (is_space(c) || c < 0x20 || c == 0x7F) {
+      // Other spaces are escaped too: raw U+0085, U+2028 or a form feed
+      // would be a line break to some readers of the file.
+      out += "\\u" + code_point_text(c).substr(2);
+    } else {
+      out.append(s.substr(start, i - start));
     }
   }
   return out;
@@ -126,13 +131,14 @@ inline bool unescape_spaces(std::string_view s, std::string& out, std::string& w
       why = "ends in a lone backslash";
       return false;
     }
-    switch (s[++i]) {
-      case 's': out += ' '; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'n': out += '\n'; break;
-      case 'p': out += '|'; break;
-      case '\\': out += '\\'; break;
+    const char letter = s[++i];
+    const SpaceEscape* e = std::find_if(std::begin(kSpaceEscapes), std::end(kSpaceEscapes),
+                                        [letter](const SpaceEscape& x) { return x.letter == letter; });
+    if (e != std::end(kSpaceEscapes)) {
+      out += e->raw;
+      continue;
+    }
+    switch (letter) {
       case 'u': {
         char32_t cp = 0;
         for (std::size_t k = 1; k <= 4; ++k) {
@@ -188,9 +194,9 @@ inline Spacing read_spacing(std::string_view misc, const std::string& file, std:
     if (!after && key != "SpacesBefore") continue;
     std::string& out = after ? sp.after : sp.before;
     if (!unescape_spaces(value, out, why))
-      throw ParseError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) + " " + why);
+      throw FormatError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) + " " + why);
     if (!all_space(out))
-      throw ParseError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) +
+      throw FormatError(file, line, std::string(key) + " " + synattn::detail::quote_field(value) +
                                        " holds more than whitespace (it records the spaces around a "
                                        "token; the text itself is in the forms)");
     (after ? sp.has_after : sp.has_before) = true;
@@ -249,7 +255,7 @@ inline std::string excerpt(std::string_view s, std::size_t at) {
 inline Document read_conllu_text(std::istream& in, const std::string& name) {
   namespace d = conllu_text_detail;
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ParseError(name, 0, "read error (the input stream failed; is it a directory?)");
+  if (in.bad()) throw FormatError(name, 0, "read error (the input stream failed; is it a directory?)");
 
   // Lines as std::getline gives them (a last line without '\n' included).
   std::vector<std::string_view> lines;
@@ -264,7 +270,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
     std::size_t at = 0;
     std::string why;
     if (!check_utf8(lines[i], at, why))
-      throw ParseError(name, i + 1, "invalid UTF-8 at byte " + std::to_string(at + 1) + ": " + why);
+      throw FormatError(name, i + 1, "invalid UTF-8 at byte " + std::to_string(at + 1) + ": " + why);
   }
 
   // Columns, IDs, heads and trees: the strict reader's checks and messages.
@@ -283,7 +289,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
   };
   const auto check_size = [&](std::size_t line) {
     if (doc.text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max() / 2))
-      throw ParseError(name, line, "the text rebuilt so far is too long for int spans");
+      throw FormatError(name, line, "the text rebuilt so far is too long for int spans");
   };
 
   std::string_view field[ConlluReader::kColumns];
@@ -338,20 +344,20 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
       r.line = i + 1;
       const std::string shown = "multiword token " + std::string(id);
       if (!ranges.empty() && r.first >= 0 && r.first <= ranges.back().last)
-        throw ParseError(name, r.line, shown + " overlaps multiword token " +
+        throw FormatError(name, r.line, shown + " overlaps multiword token " +
                                            std::to_string(ranges.back().first) + "-" +
                                            std::to_string(ranges.back().last) + " (line " +
                                            std::to_string(ranges.back().line) + ")");
       if (r.first != static_cast<long>(words_seen) + 1)
-        throw ParseError(name, r.line, shown + " must come just before word " + std::string(id.substr(0, dash)) +
+        throw FormatError(name, r.line, shown + " must come just before word " + std::string(id.substr(0, dash)) +
                                            ", but follows word " + std::to_string(words_seen));
       ranges.push_back(std::move(r));
     }
     const std::size_t n = input.words.size();
     if (word_spacing.size() != n)  // cannot happen: both count the integer-ID lines
-      throw ParseError(name, first_line, "internal error: word lines miscounted");
+      throw FormatError(name, first_line, "internal error: word lines miscounted");
     if (!ranges.empty() && (ranges.back().last < 0 || ranges.back().last > static_cast<long>(n)))
-      throw ParseError(name, ranges.back().line,
+      throw FormatError(name, ranges.back().line,
                        "multiword token " + std::to_string(ranges.back().first) + "-" +
                            (ranges.back().last < 0 ? std::string("...") : std::to_string(ranges.back().last)) +
                            " covers words the sentence does not have (it has " + std::to_string(n) +
@@ -409,7 +415,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
       if (rebuilt != expected) {
         std::size_t at = 0;
         while (at < rebuilt.size() && at < expected.size() && rebuilt[at] == expected[at]) ++at;
-        throw ParseError(name, first_line,
+        throw FormatError(name, first_line,
                          "sentence " + input.label() +
                              ": the text rebuilt from its forms and SpaceAfter differs from its "
                              "'# text' at byte " + std::to_string(at + 1) + " (whitespace folded): " +
@@ -424,7 +430,7 @@ inline Document read_conllu_text(std::istream& in, const std::string& name) {
 }
 
 // The CoNLL-U file at `path` (opened by open_conllu_file: a directory or a
-// file that cannot be opened is a ParseError(path, 0, ...)).
+// file that cannot be opened is a FormatError(path, 0, ...)).
 inline Document read_conllu_text_file(const std::string& path) {
   std::ifstream in = open_conllu_file(path);
   return read_conllu_text(in, path);
@@ -433,4 +439,4 @@ inline Document read_conllu_text_file(const std::string& path) {
 }  // namespace text
 }  // namespace synattn
 
-#endif  // SYNATTN_TEXT_CONLLU_TEXT_HPP
+#endif  // SYNATTN_IO_CONLLU_TEXT_HPP
