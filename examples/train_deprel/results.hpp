@@ -49,6 +49,7 @@
 
 #include <synattn/error.hpp>
 #include <synattn/io/output_path.hpp>
+#include <synattn/parse/parser_vocabulary.hpp>
 
 namespace train_deprel {
 
@@ -322,11 +323,23 @@ inline nlohmann::json to_json(const RunResult& r) {
 inline RunResult run_result_from_json(const nlohmann::json& j) {
   RunResult r;
   const auto get = [&j](const char* key, auto& out) {
-    if (!j.contains(key)) throw synattn::Error(std::string("run result: key '") + key + "' is missing");
-    try {
-      j.at(key).get_to(out);
-    } catch (const nlohmann::json::exception& e) {
-      throw synattn::Error(std::string("run result: key '") + key + "' has the wrong type (" + e.what() + ")");
+    using T = std::decay_t<decltype(out)>;
+    const std::string what = std::string("run result: key '") + key + "'";
+    if (!j.contains(key)) throw synattn::Error(what + " is missing");
+    // An integer through the model files' one integer reader: get_to cut
+    // 2.7 to 2 and cast 1e300 to int with undefined behaviour.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!j.at(key).is_number())
+        throw synattn::Error(what + " has the wrong type (a " + j.at(key).type_name() + ", expected an integer)");
+      out = synattn::parse::json_detail::checked_integer<T>(j.at(key), what);
+    } else {
+      try {
+        j.at(key).get_to(out);
+      } catch (const nlohmann::json::exception& e) {
+        throw synattn::Error(what + " has the wrong type (" + e.what() + ")");
+      }
+      if constexpr (std::is_floating_point_v<T>)
+        if (!std::isfinite(out)) throw synattn::Error(what + " is " + j.at(key).dump() + ", not a finite number");
     }
   };
   get("variant", r.variant);

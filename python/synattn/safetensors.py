@@ -10,14 +10,25 @@ it writes is the file the C++ `save_weights` writes for the same values,
 and the C++ `load_weights` reads it with all its checks (names, shapes,
 dtype, finite values).
 
+Writing follows the library's output-path policy (synattn/_output.py, as
+io/output_path.hpp): a new path or a regular file is replaced atomically, a
+symlink's file is replaced and the link kept, a FIFO or character device is
+written directly, "-" is standard output, a directory is refused. Reading
+refuses what the C++ reader refuses: a field that appears twice (a tensor
+name, a tensor's 'shape', __metadata__'s 'step'), a number in the header
+that is not a non-negative integer (2.7, true, -1), offsets outside the data.
+
 A checkpoint of synattn's format (train/checkpoint.hpp) carries the metadata
 format = "synattn.checkpoint.v1", dtype, step and optimizer; (1, k)
 parameters are stored with shape [k], as PyTorch keeps them.
 """
 import json
+import math
 import struct
 
 import numpy as np
+
+from ._output import write_file_atomically
 
 __all__ = ["save_file", "load_file", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
@@ -73,11 +84,38 @@ def save_file(path, tensors, metadata=None):
         offset += a.nbytes
     text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for name in order:
-            f.write(arrays[name].tobytes())
+    pieces = [struct.pack("<Q", len(text)), text]
+    pieces += [arrays[name].reshape(-1).view(np.uint8) for name in order]  # the data, not a copy of it
+    write_file_atomically(path, pieces, "safetensors.save_file")
+
+
+class _Object(dict):
+    """A JSON object that remembers the keys it saw twice (json.loads keeps the last in silence)."""
+    duplicates = ()
+
+
+def _object_of(pairs):
+    obj = _Object()
+    seen_twice = []
+    for key, value in pairs:
+        if key in obj and key not in seen_twice:
+            seen_twice.append(key)
+        obj[key] = value
+    obj.duplicates = seen_twice
+    return obj
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _header_integer(value, path, what, limit=None):
+    """`value` as a non-negative integer no larger than `limit`: a JSON integer, never 2.7, 2.0, true or -1."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{path}: {what} is {json.dumps(value)}, expected a non-negative integer")
+    if limit is not None and value > limit:
+        raise ValueError(f"{path}: {what} is {value}, more than the {limit} the file allows")
+    return value
 
 
 def load_file(path):
@@ -89,28 +127,58 @@ def load_file(path):
     (n,) = struct.unpack("<Q", data[:8])
     if n > len(data) - 8:
         raise ValueError(f"{path}: header length {n} runs past the end of the file ({len(data)} bytes)")
+    if n == 0 or data[8:9] != b"{":
+        raise ValueError(f"{path}: header does not start with '{{'")
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = json.loads(data[8:8 + n].decode("utf-8"), object_pairs_hook=_object_of,
+                            parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError) as e:  # json.JSONDecodeError is a ValueError
         raise ValueError(f"{path}: the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
         raise ValueError(f"{path}: the header is not a JSON object")
-    metadata = header.pop("__metadata__", {}) or {}
+    for name in header.duplicates:
+        what = "'__metadata__'" if name == "__metadata__" else f"tensor '{name}'"
+        raise ValueError(f"{path}: {what} appears twice in the header")
+    metadata = header.pop("__metadata__", _Object())
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: __metadata__ is not an object of strings")
+    for key in metadata.duplicates:
+        raise ValueError(f"{path}: __metadata__ '{key}' appears twice in the header")
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{path}: __metadata__ entry '{key}' is {json.dumps(value)}, expected a string")
     base = 8 + n
+    data_size = len(data) - base
     tensors = {}
     for name, entry in header.items():
-        try:
-            dtype = _DTYPES[entry["dtype"]]
-            shape = tuple(int(s) for s in entry["shape"])
-            begin, end = (int(x) for x in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{path}: tensor '{name}' has a malformed entry {entry!r}") from None
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if begin < 0 or end < begin or base + end > len(data) or end - begin != count * dtype.itemsize:
-            raise ValueError(f"{path}: tensor '{name}' has data_offsets [{begin}, {end}] that do not fit "
-                             f"dtype {entry['dtype']} x shape {list(shape)} inside the file")
-        tensors[name] = np.frombuffer(data, dtype=dtype, count=count, offset=base + begin).reshape(shape).copy()
-    return tensors, metadata
+        what = f"tensor '{name}'"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: {what}: entry is {json.dumps(entry)}, expected an object")
+        for field in entry.duplicates:
+            raise ValueError(f"{path}: {what}: field '{field}' appears twice in the header")
+        for field in entry:
+            if field not in ("dtype", "shape", "data_offsets"):
+                raise ValueError(f"{path}: {what}: unexpected key '{field}' (expected dtype, shape, data_offsets)")
+        for field in ("dtype", "shape", "data_offsets"):
+            if field not in entry:
+                raise ValueError(f"{path}: {what}: missing '{field}'")
+        if not isinstance(entry["dtype"], str) or entry["dtype"] not in _DTYPES:
+            raise ValueError(f"{path}: {what}: unknown dtype {json.dumps(entry['dtype'])}")
+        dtype = _DTYPES[entry["dtype"]]
+        if not isinstance(entry["shape"], list):
+            raise ValueError(f"{path}: {what}: shape is {json.dumps(entry['shape'])}, expected an array")
+        shape = tuple(_header_integer(s, path, f"{what}: shape entry {i}") for i, s in enumerate(entry["shape"]))
+        offsets = entry["data_offsets"]
+        if not isinstance(offsets, list) or len(offsets) != 2:
+            raise ValueError(f"{path}: {what}: data_offsets is {json.dumps(offsets)}, expected [begin, end]")
+        begin = _header_integer(offsets[0], path, f"{what}: data_offsets begin", data_size)
+        end = _header_integer(offsets[1], path, f"{what}: data_offsets end", data_size)
+        need = math.prod(shape) * dtype.itemsize  # Python integers: no overflow to hide a huge shape
+        if end < begin or end - begin != need:
+            raise ValueError(f"{path}: {what}: data_offsets [{begin}, {end}] do not fit "
+                             f"dtype {entry['dtype']} x shape {list(shape)} ({need} bytes)")
+        tensors[name] = np.frombuffer(data, dtype=dtype, count=math.prod(shape), offset=base + begin).reshape(shape).copy()
+    return tensors, dict(metadata)
 
 
 def save_checkpoint(path, tensors, step=0, extra=None):

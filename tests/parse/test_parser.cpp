@@ -906,3 +906,25 @@ TEST_CASE("BiaffineParser: infer gives forward's scores and tag logits bit for b
     CHECK_THROWS_WITH(parser.backward(cache), Contains("holds no forward pass"));
   }
 }
+
+TEST_CASE("CharCnn refuses a non-finite convolution, which its max-pooling turned into 0 in silence", "[parse]") {
+  // Finite but huge weights: each feature sums +inf and -inf, NaN; every
+  // comparison of the max-pooling is false on NaN, so the word's features
+  // came out 0 and the parser's scores after them finite.
+  CharCnnOptions o;
+  o.num_chars = 5;
+  o.char_dim = 2;
+  o.filters = 3;
+  CharCnn<float> cnn(o, RandomStream(1));
+  cnn.embedding().parameter_store().value(0).setConstant(3e38f);
+  auto w = cnn.conv().parameter_store().value(0);
+  w.setConstant(3e38f);
+  w.rightCols(w.cols() / 2).setConstant(-3e38f);
+  CharIdMatrix chars = CharIdMatrix::Zero(2, 3);
+  chars(1, 0) = 1;
+  chars(1, 1) = 2;
+  CharCnnCache<float> cache;
+  RowMajorMatrix<float> y(2, o.filters);
+  CHECK_THROWS_WITH(cnn.forward({chars, std::vector<int>{0, 2}}, cache, y),
+                    Catch::Contains("CharCnn::forward: the character convolution of word 1 is not finite"));
+}

@@ -402,4 +402,32 @@ TEST_CASE("a cell over four or more seeds gives the median beside the mean", "[r
   CHECK(seeds_cell(mean_std({81, 81.5, 76.85, 81.2, 80.9})) == "80.29 ± 1.94 (n=5, median 81.00)");
   CHECK(mean_std({4, 1, 3, 2}).median == 2.5);
   CHECK(std::isnan(mean_std({}).median));
+
+TEST_CASE("a run result's numbers are read whole: an integer key holding 2.7 or 1e300 is refused by name",
+          "[results]") {
+  RunResult r;
+  r.variant = "shared";
+  r.train_size = 500;
+  const nlohmann::json j = to_json(r);
+  REQUIRE(run_result_from_json(j).train_size == 500);
+  // get_to read 2.7 as 2, and cast 1e300 to int with undefined behaviour.
+  for (const char* key : {"train_size", "seed", "best_epoch", "epochs_run", "bias_rows", "processes"})
+    for (const nlohmann::json& bad : {nlohmann::json(2.7), nlohmann::json(1e300),
+                                      nlohmann::json(99999999999LL)}) {
+      nlohmann::json edited = j;
+      edited[key] = bad;
+      CHECK_THROWS_WITH(run_result_from_json(edited),
+                        Catch::Contains(std::string("run result: key '") + key + "' is '") &&
+                            Catch::Contains("expected an integer in ["));
+    }
+  nlohmann::json text = j;
+  text["seed"] = "5";
+  CHECK_THROWS_WITH(run_result_from_json(text), Catch::Contains("run result: key 'seed' has the wrong type"));
+  nlohmann::json seed = j;
+  seed["tree_noise_seed"] = -1;
+  CHECK_THROWS_WITH(run_result_from_json(seed), Catch::Contains("run result: key 'tree_noise_seed' is '-1'"));
+  nlohmann::json huge = j;
+  huge["best_dev_accuracy"] = 1e308;
+  huge["best_dev_accuracy"] = huge["best_dev_accuracy"].get<double>() * 10;  // inf: no JSON text holds it
+  CHECK_THROWS_WITH(run_result_from_json(huge), Catch::Contains("run result: key 'best_dev_accuracy' is"));
 }

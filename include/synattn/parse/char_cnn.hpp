@@ -34,6 +34,7 @@
 #include "../matrix.hpp"
 #include "../nn/embedding.hpp"
 #include "../nn/linear.hpp"
+#include "../util/finite.hpp"
 #include "../util/layer_identity.hpp"
 #include "../util/random.hpp"
 
@@ -189,6 +190,17 @@ class CharCnn {
         conv_.infer(columns, c.columns, c.conv);
       else
         conv_.forward(columns, c.columns, c.conv);
+    }
+    // The library's non-finite policy (docs/errors.md): the max below picks a
+    // row by comparisons, which are all false on NaN, so a NaN feature (huge
+    // finite weights: inf - inf) would come out as 0 and every score after
+    // it finite, the parse chosen in silence.
+    if (!all_finite(c.conv)) {
+      Index r = 0, t = 0, word_end = lengths.empty() ? 0 : lengths[0];
+      while (r < R && c.conv.row(r).allFinite()) ++r;
+      while (t + 1 < T && r >= word_end) word_end += lengths[static_cast<std::size_t>(++t)];
+      throw Error(std::string(fn) + ": the character convolution of word " + std::to_string(t) +
+                  " is not finite: the model's weights overflow");
     }
     // out (T, filters) = relu(max over each word's rows)
     c.argmax.resize(T, o_.filters);

@@ -60,6 +60,23 @@ Index first_non_finite(const Scalar* p, Index n) noexcept {
   return i;
 }
 
+// A model's scores become a choice (an argmax, a softmax whose
+// probabilities are compared) only when every one is finite: finite but huge
+// weights overflow a model's scores to inf, a softmax of them is inf - inf =
+// NaN, and every comparison with NaN is false, so the choice would fall to
+// the first class in silence (docs/errors.md, "Non-finite values"). The k
+// scores from `scores` on are checked (the fast test first); at the first
+// non-finite one this throws
+//   "<where>: the <what> score <i> of <whose()> is inf, not finite: the model's weights overflow"
+// whose() (a word, a character) is only called to name a failure.
+template <class Scalar, class Whose>
+void check_finite_scores(const std::string& where, const char* what, const Scalar* scores, Index k, Whose&& whose) {
+  const Index i = first_non_finite(scores, k);
+  if (i == k) return;
+  throw Error(where + ": the " + what + " score " + std::to_string(i) + " of " + std::string(whose()) + " is " +
+              std::to_string(scores[i]) + ", not finite: the model's weights overflow");
+}
+
 // The first non-finite entry of a trainable parameter in a flat buffer laid
 // out by `infos` (values or gradients), if any.
 struct NonFiniteEntry {
