@@ -9,6 +9,7 @@
 #include <synattn/build_info.hpp>
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/io/npy.hpp>
+#include <synattn/util/metadata_number.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -49,24 +50,33 @@ int main(int argc, char** argv) {
   unsigned seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> int {
+    // A number is read whole and range-checked (the library's
+    // whole_number): std::atoi read "4x" as 4 and "x" as 0, and wrapped
+    // 99999999999 to whatever int it became.
+    auto value = [&](long long lo, long long hi) -> long long {
       if (i + 1 >= argc) {
         std::cerr << "load_pytorch_weights: " << arg << " needs a value\n";
         std::exit(2);
       }
-      return std::atoi(argv[++i]);
+      const std::string text = argv[++i];
+      long long v = 0;
+      if (!synattn::whole_number(text, lo, hi, v)) {
+        std::cerr << "load_pytorch_weights: " << synattn::integer_refusal(arg, text, lo, hi) << "\n";
+        std::exit(2);
+      }
+      return v;
     };
     if (arg == "--help" || arg == "-h") {
       usage(std::cout);
       return 0;
     } else if (arg == "--heads") {
-      heads = value();
+      heads = static_cast<int>(value(1, 4096));
     } else if (arg == "--batch") {
-      batch = value();
+      batch = static_cast<int>(value(1, 65536));
     } else if (arg == "--length") {
-      length = value();
+      length = static_cast<int>(value(1, 65536));
     } else if (arg == "--seed") {
-      seed = static_cast<unsigned>(value());
+      seed = static_cast<unsigned>(value(0, 4294967295LL));
     } else if (!arg.empty() && arg[0] == '-') {
       std::cerr << "load_pytorch_weights: unknown option " << arg << "\n";
       usage(std::cerr);

@@ -14,6 +14,7 @@
 #include <synattn/bias/bucketing.hpp>
 #include <synattn/tree/batch.hpp>
 #include <synattn/io/conllu.hpp>
+#include <synattn/util/metadata_number.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -42,22 +43,30 @@ int main(int argc, char** argv) {
   int sentences = 16, heads = 4, d_model = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto number = [&](int& out) {
-      if (i + 1 >= argc || std::atoi(argv[i + 1]) < 1) {
+    // Read whole and range-checked (the library's whole_number): std::atoi
+    // read "8x" as 8 and wrapped 99999999999 to whatever int it became.
+    auto number = [&](int& out, long long hi) {
+      if (i + 1 >= argc) {
         std::fprintf(stderr, "syntax_attention_demo: %s needs a positive integer\n%s", a.c_str(), kUsage);
         std::exit(2);
       }
-      out = std::atoi(argv[++i]);
+      const std::string text = argv[++i];
+      long long v = 0;
+      if (!synattn::whole_number(text, 1, hi, v)) {
+        std::fprintf(stderr, "syntax_attention_demo: %s\n%s", synattn::integer_refusal(a, text, 1, hi).c_str(), kUsage);
+        std::exit(2);
+      }
+      out = static_cast<int>(v);
     };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (a == "--sentences") {
-      number(sentences);
+      number(sentences, 1000000);
     } else if (a == "--heads") {
-      number(heads);
+      number(heads, 4096);
     } else if (a == "--d-model") {
-      number(d_model);
+      number(d_model, 65536);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "syntax_attention_demo: unknown option '%s'\n%s", a.c_str(), kUsage);
       return 2;

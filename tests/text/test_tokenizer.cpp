@@ -245,3 +245,49 @@ TEST_CASE("TokenizerModel::load: options are checked against the tensors before 
   save_safetensors(dir.file("bare.safetensors"), no_meta);
   CHECK_THROWS_WITH(TokenizerModel::load(dir.file("bare.safetensors")), Catch::Contains("tokenizer.multiword"));
 }
+
+TEST_CASE("TokenizerModel::load: a multiword rule's count is a whole number in range, read by name", "[text][io]") {
+  synattn_test::TempDir dir;
+  const std::string path = dir.file("tok.safetensors");
+  tiny_model().save(path);
+  const SafetensorsFile file = load_safetensors(path);
+  const std::string& rules = file.metadata.at("tokenizer.multiword");
+  const std::size_t at = rules.find("\"count\":");
+  REQUIRE(at != std::string::npos);  // the tiny treebank's don't / can't give rules
+  const std::size_t digits = at + std::strlen("\"count\":");
+  const std::size_t end = rules.find_first_not_of("0123456789", digits);
+  REQUIRE(end > digits);
+  const auto with_count = [&](const std::string& count) {
+    SafetensorsFile edited = file;
+    edited.metadata.at("tokenizer.multiword").replace(digits, end - digits, count);
+    const std::string out = dir.file("edited.safetensors");
+    save_safetensors(out, edited);
+    return out;
+  };
+  // get<long long>() read 2.7 as 2 and 1e300 with undefined behaviour.
+  for (const char* bad : {"2.7", "2.0", "-3", "0", "1e300", "99999999999999999999", "true", "\"5\""})
+    CHECK_THROWS_WITH(TokenizerModel::load(with_count(bad)),
+                      Catch::Contains("edited.safetensors") && Catch::Contains("multiword rules: rules[") &&
+                          Catch::Contains("].count is"));
+  CHECK_NOTHROW(TokenizerModel::load(with_count("7")));
+}
+
+TEST_CASE("TokenizerModel: scores that overflow are refused by name, never segmented in silence", "[text]") {
+  // Finite but huge weights: the segmenter's logits overflow to inf, the
+  // softmax made them NaN, and every boundary test on NaN was false.
+  synattn_test::TempDir dir;
+  const std::string path = dir.file("tok.safetensors");
+  tiny_model().save(path);
+  SafetensorsFile file = load_safetensors(path);
+  for (auto& [name, t] : file.tensors) {
+    if (t.dtype != SafetensorsDType::F32) continue;
+    const float huge = 3e38f;
+    for (std::size_t i = 0; i + sizeof(float) <= t.bytes.size(); i += sizeof(float))
+      std::memcpy(t.bytes.data() + i, &huge, sizeof(float));
+  }
+  save_safetensors(dir.file("huge.safetensors"), file);
+  const TokenizerModel model = TokenizerModel::load(dir.file("huge.safetensors"));  // every weight is finite
+  CHECK_THROWS_WITH(model.tokenize("I don't know. Dr. Lee can't go home!"),
+                    Catch::Contains("TokenizerModel") && Catch::Contains("segmenter class score") &&
+                        Catch::Contains("code point 0 of the text") && Catch::Contains("not finite"));
+}

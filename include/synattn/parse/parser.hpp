@@ -592,26 +592,27 @@ void BiaffineParser<Scalar>::parse(const ParserBatch& batch, ParserCache<Scalar>
   label_forward(c, false);
   // The library's non-finite policy (docs/errors.md) at every choice: the
   // arcs' decoder refuses non-finite scores, and so do the relations and
-  // tags here. Finite but huge weights overflow the logits to inf or NaN,
+  // tags here (util/finite.hpp's check_finite_scores, as the tokenizer's
+  // segmenter). Finite but huge weights overflow the logits to inf or NaN,
   // and an argmax over them silently chose relation 0 for every word.
-  const auto refuse_non_finite = [&](const Matrix& logits, Index row, Index position, const char* what) {
-    for (Index k = 0; k < logits.cols(); ++k)
-      if (!std::isfinite(logits(row, k)))
-        throw Error("BiaffineParser::parse: the " + std::string(what) + " score " + std::to_string(k) + " of word " +
-                    std::to_string(position % m) + " (sentence " + std::to_string(position / m) + " of the batch) is " +
-                    std::to_string(logits(row, k)) + ", not finite: the model's weights overflow");
+  const auto word = [m](Index position) {
+    return [m, position] {
+      return "word " + std::to_string(position % m) + " (sentence " + std::to_string(position / m) + " of the batch)";
+    };
   };
   for (std::size_t t = 0; t < c.label_dep_rows.size(); ++t) {
-    if (!c.label_logits.row(static_cast<Index>(t)).allFinite())
-      refuse_non_finite(c.label_logits, static_cast<Index>(t), c.label_dep_rows[t], "relation");
+    const Index row = static_cast<Index>(t);
+    check_finite_scores<Scalar>("BiaffineParser::parse", "relation", c.label_logits.row(row).data(),
+                                c.label_logits.cols(), word(c.label_dep_rows[t]));
     Index best = 0;
-    c.label_logits.row(static_cast<Index>(t)).maxCoeff(&best);
+    c.label_logits.row(row).maxCoeff(&best);
     out.labels[c.label_dep_rows[t]] = static_cast<std::int32_t>(best);
   }
   if (s_.options.num_upos > 0)
     for (Index r = 0; r < R; ++r)
       if (out.heads[r] >= 0) {
-        if (!c.upos_logits.row(r).allFinite()) refuse_non_finite(c.upos_logits, r, r, "tag");
+        check_finite_scores<Scalar>("BiaffineParser::parse", "tag", c.upos_logits.row(r).data(), c.upos_logits.cols(),
+                                    word(r));
         Index best = 0;
         c.upos_logits.row(r).maxCoeff(&best);
         out.upos[r] = static_cast<std::int32_t>(best);

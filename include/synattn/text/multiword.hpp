@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../parse/parser_vocabulary.hpp"
 #include "document.hpp"
 #include "utf8.hpp"
 
@@ -206,9 +208,13 @@ class MultiwordExpander {
         if (!e.dictionary_.count(key)) throw Error("multiword rules: '" + form + "' is always split but has no split");
         e.always_.insert(key);
       }
+      std::size_t index = 0;
       for (const auto& o : j.at("rules")) {
-        const long long count = o.at("count").get<long long>();
-        if (count < 1) throw Error("multiword rules: a rule's count must be >= 1, got " + std::to_string(count));
+        // Through the model files' one integer reader: get<long long>() cut
+        // 2.7 to 2 and cast 1e300 with undefined behaviour.
+        const long long count = parse::json_detail::checked_integer<long long>(
+            o.at("count"), "multiword rules: rules[" + std::to_string(index++) + "].count", 1,
+            std::numeric_limits<long long>::max());
         e.rule_counts_[rule_of_json(o)] = count;
       }
     } catch (const nlohmann::json::exception& ex) {

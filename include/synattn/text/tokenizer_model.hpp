@@ -47,6 +47,7 @@
 #include "../io/safetensors.hpp"
 #include "../parse/parser_vocabulary.hpp"
 #include "../train/checkpoint.hpp"
+#include "../util/finite.hpp"
 #include "../util/model_paths.hpp"
 #include "document.hpp"
 #include "multiword.hpp"
@@ -213,6 +214,13 @@ class TokenizerModel {
         const Piece& p = batch[k];
         for (int c = p.core_begin; c < p.core_end; ++c) {
           const Index r = packed.row_of_piece[k] + (c - p.begin);
+          // The library's non-finite policy (docs/errors.md), as the
+          // parser's relations and tags: finite but huge weights overflow a
+          // logit to inf, the softmax makes it NaN, and every boundary test
+          // on a NaN probability is false, so the text would be segmented
+          // by nothing in silence.
+          check_finite_scores<float>("TokenizerModel", "segmenter class", logits.row(r).data(), kSegmenterClasses,
+                                     [c] { return "code point " + std::to_string(c) + " of the text"; });
           softmax_row(logits.row(r).data(), kSegmenterClasses, probs.row(c).data());
         }
       }
