@@ -402,6 +402,7 @@ TEST_CASE("a cell over four or more seeds gives the median beside the mean", "[r
   CHECK(seeds_cell(mean_std({81, 81.5, 76.85, 81.2, 80.9})) == "80.29 ± 1.94 (n=5, median 81.00)");
   CHECK(mean_std({4, 1, 3, 2}).median == 2.5);
   CHECK(std::isnan(mean_std({}).median));
+}
 
 TEST_CASE("a run result's numbers are read whole: an integer key holding 2.7 or 1e300 is refused by name",
           "[results]") {
