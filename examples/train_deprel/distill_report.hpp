@@ -6,7 +6,8 @@
 // variant and trees, T, A, the transfer set). Columns: the plain `none`
 // runs of the same recipe, the teacher (scored on dev inside each student's
 // run, so paired with it seed by seed), the student (mean ± std, median), the
-// share of the teacher's gain it keeps, (student - none) / (teacher - none),
+// share of the teacher's gain it keeps, (student - none) / (teacher - none)
+// ("—" for a teacher with no gain over none: the self-training control),
 // and the student's inference speed on dev over the teacher's (medians of
 // the runs; the teacher's needs the trees too, which a parser makes).
 #ifndef SYNATTN_EXAMPLES_TRAIN_DEPREL_DISTILL_REPORT_HPP
@@ -68,7 +69,9 @@ inline std::string markdown_distillation_table(const std::vector<RunResult>& run
     std::string kept = "—";
     if (!none_runs.empty()) {
       const double n = mean_std(none_runs).mean, t = mean_std(c.teacher).mean, s = mean_std(c.student).mean;
-      if (t != n) kept = format_number("%.2f", (s - n) / (t - n));
+      // A teacher without a gain over none (the self-training control, a
+      // none teacher) has no gain to keep.
+      if (r.teacher_variant != "none" && t > n) kept = format_number("%.2f", (s - n) / (t - n));
     }
     const double speed = mean_std(c.student_speed).median / mean_std(c.teacher_speed).median;
     out += "| " + std::to_string(key.first) + " | " + r.teacher_variant + " (" + r.teacher_trees + ") | " + trained +
