@@ -17,6 +17,7 @@
 #define SYNATTN_EXAMPLES_TRAIN_DEPREL_DISTILL_HPP
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <unordered_set>

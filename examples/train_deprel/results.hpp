@@ -100,14 +100,17 @@ struct RunResult {
   std::string transfer_trees;
 };
 
+// A path's file name: tables name tree files without their folder (the
+// same file moved is the same trees).
+inline std::string file_name(const std::string& path) {
+  const std::string::size_type slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // How a run was distilled, as the tables name it: "" when it was not, else
 // "teacher shared (gold) T=2 A=0.5", plus " + M transfer (trees FILE)".
 inline std::string distill_label(const RunResult& r) {
   if (r.teacher.empty()) return "";
-  const auto file_name = [](const std::string& path) {
-    const std::string::size_type slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-  };
   char buf[96];
   std::snprintf(buf, sizeof buf, " T=%g A=%g", r.distill_temperature, r.distill_weight);
   std::string s = "teacher " + r.teacher_variant + " (" + r.teacher_trees + ")" + buf;
@@ -185,10 +188,6 @@ struct RunKey {
 };
 
 inline RunKey run_key(const RunResult& r) {
-  const auto file_name = [](const std::string& path) {
-    const std::string::size_type slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-  };
   RunKey k;
   k.variant = r.variant;
   k.bias_lr_mult = r.bias_lr_mult;
