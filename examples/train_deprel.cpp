@@ -551,8 +551,7 @@ double distillation_step(Trainer& t, const std::vector<std::size_t>& indices, co
   t.model.forward({ids, b.lengths, b.buckets}, t.cache, t.logits, &dropout);
   const synattn::nn::LossResult r = synattn::nn::distillation_loss<float>(
       t.logits, labels, t.targets, t.weights, b.lengths, t.distill_temperature, 0, &t.dlogits);
-  // (Eigen::Ref: a matrix is callable with an index, so std::function would take it too.)
-  t.model.backward(t.cache, Eigen::Ref<const Model::Matrix>(t.dlogits));
+  t.model.backward(t.cache, t.dlogits);
   tokens = static_cast<long long>(r.count);
   return r.loss;
 }

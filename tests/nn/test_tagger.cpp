@@ -315,6 +315,35 @@ TEST_CASE("Tagger<float>: runs and agrees with double", "[nn][tagger][float]") {
   CHECK((mf.gradients().cast<double>() - md.gradients()).cwiseAbs().maxCoeff() < 1e-4);
 }
 
+TEST_CASE("Tagger: backward takes a caller's dlogits as a plain matrix, a view or an expression, alike",
+          "[nn][tagger]") {
+  // backward(cache, Matrix) once failed to compile: a matrix is callable with
+  // an index, so the on_ready overload's std::function took it as readily as
+  // the dlogits overload's Eigen::Ref.
+  const Batch b = make_batch(3, 6, 20, 3, 9, 5);
+  SyntaxTransformerTagger<double> model(options());
+  TaggerCache<double> c;
+  auto gradients_for = [&](auto&& call) {
+    synattn_test::forward_logits(model, {b.ids, b.lengths, b.buckets}, c, nullptr);
+    model.loss(c, c.logits, b.labels);
+    model.zero_grad();
+    call();
+    return Eigen::VectorXd(model.gradients());
+  };
+  const Eigen::VectorXd from_loss = gradients_for([&] { model.backward(c); });
+  const MatrixD dlogits = c.dlogits;
+  const Eigen::VectorXd plain = gradients_for([&] { model.backward(c, dlogits); });
+  const Eigen::VectorXd view = gradients_for([&] { model.backward(c, Eigen::Ref<const MatrixD>(dlogits)); });
+  const Eigen::VectorXd doubled = gradients_for([&] { model.backward(c, 2.0 * dlogits); });
+  Index ready_from = -1;
+  const Eigen::VectorXd with_callback = gradients_for([&] { model.backward(c, dlogits, [&](Index from) { ready_from = from; }); });
+  CHECK(plain == from_loss);
+  CHECK(view == from_loss);
+  CHECK(with_callback == from_loss);
+  CHECK(ready_from == 0);
+  CHECK((doubled - 2.0 * from_loss).cwiseAbs().maxCoeff() < 1e-12);
+}
+
 TEST_CASE("Tagger: a tiny model overfits 20 sequences with plain SGD", "[nn][tagger][train]") {
   // (small enough that every loop runs serially: quick on a loaded machine)
   TaggerOptions o = options(1);

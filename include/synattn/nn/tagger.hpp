@@ -210,6 +210,14 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
   void backward(Cache& c, const GradientsReady& on_ready = {});
   // The same for a caller's dlogits (batch * n, classes), without loss().
   void backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits, const GradientsReady& on_ready = {});
+  // A matrix expression as dlogits. Without this overload a plain Matrix is
+  // ambiguous between the two above: a matrix is callable with an index, so
+  // std::function (GradientsReady) converts from it as readily as Eigen::Ref
+  // does; binding to MatrixBase is a derived-to-base conversion, which wins.
+  template <typename Derived>
+  void backward(Cache& c, const Eigen::MatrixBase<Derived>& dlogits, const GradientsReady& on_ready = {}) {
+    backward(c, Eigen::Ref<const Matrix>(dlogits), on_ready);
+  }
 
   // forward, loss and backward, the logits in the cache's lent buffer.
   LossResult loss_and_backward(const TokenInput& input, const Eigen::Ref<const IdVector>& labels, Cache& c,
