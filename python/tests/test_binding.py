@@ -9,7 +9,7 @@ import synattn
 import synattn.torch as st
 
 
-def setup(seed=0, **options):
+def make_case(seed=0, **options):
     torch.manual_seed(seed)
     bucketing = synattn.Bucketing.linear(4)
     layer = st.SyntaxBiasedAttention(16, 2, bucketing=bucketing, **options)
@@ -26,7 +26,7 @@ def grads_of(layer, x, lengths, buckets, scale=1.0):
 
 
 def test_held_gradients_are_not_overwritten_by_later_backwards():
-    layer, x, lengths, buckets = setup()
+    layer, x, lengths, buckets = make_case()
     first = grads_of(layer, x, lengths, buckets)
     copies = [g.clone() for g in first]
     # More backward passes with other values: with the first gradients still held, none may reuse their memory.
@@ -37,7 +37,7 @@ def test_held_gradients_are_not_overwritten_by_later_backwards():
 
 
 def test_accumulated_grads_are_sums_of_the_steps():
-    layer, x, lengths, buckets = setup(1)
+    layer, x, lengths, buckets = make_case(1)
     single = [g.clone() for g in grads_of(layer, x, lengths, buckets)]
     layer.zero_grad(set_to_none=True)
     for _ in range(3):  # .grad takes the first buffer over; the next two add into it
@@ -52,7 +52,7 @@ def test_accumulated_grads_are_sums_of_the_steps():
 
 
 def test_the_binding_follows_new_parameter_storage():
-    layer, x, lengths, buckets = setup(2)
+    layer, x, lengths, buckets = make_case(2)
     with torch.no_grad():
         before = layer(x, lengths, buckets)
         layer.Wv.data = layer.Wv.data * 2  # new storage: the remembered binding must not be used
@@ -68,7 +68,7 @@ def test_the_binding_follows_new_parameter_storage():
 
 
 def test_lengths_in_every_form_give_the_same_result():
-    layer, x, lengths, buckets = setup(3)
+    layer, x, lengths, buckets = make_case(3)
     with torch.no_grad():
         want = layer(x, lengths, buckets)
         for form in ([4, 3], (4, 3), np.array([4, 3], np.int32), np.array([4, 3], np.int64),
@@ -86,13 +86,13 @@ def test_lengths_in_every_form_give_the_same_result():
 
 
 def test_backward_after_an_in_place_change_is_refused():
-    layer, x, lengths, buckets = setup(4)
+    layer, x, lengths, buckets = make_case(4)
     out = layer(x, lengths, buckets)
     with torch.no_grad():
         layer.Wq.add_(1.0)  # an optimiser step between forward and backward
     with pytest.raises(RuntimeError, match="modified in place"):
         out.sum().backward()
-    frozen, x, lengths, buckets = setup(5, init="linear_decay", table_learnable=False)
+    frozen, x, lengths, buckets = make_case(5, init="linear_decay", table_learnable=False)
     out = frozen(x, lengths, buckets)
     with torch.no_grad():
         frozen.table.mul_(2)  # a frozen Parameter is read by the backward pass too
@@ -101,13 +101,13 @@ def test_backward_after_an_in_place_change_is_refused():
 
 
 def test_frozen_parameters_get_no_gradient():
-    layer, x, lengths, buckets = setup(6, init="linear_decay", table_learnable=False)
+    layer, x, lengths, buckets = make_case(6, init="linear_decay", table_learnable=False)
     layer(x, lengths, buckets).square().sum().backward()
     assert layer.table.grad is None and layer.Wq.grad is not None and x.grad is not None
 
 
 def test_double_backward_is_refused():
-    layer, x, lengths, buckets = setup(7)
+    layer, x, lengths, buckets = make_case(7)
     out = layer(x, lengths, buckets).square().sum()
     with pytest.raises(RuntimeError, match="not differentiable"):
         torch.autograd.grad(out, x, create_graph=True)
