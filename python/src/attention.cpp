@@ -6,8 +6,9 @@
 // torch.save, .double() work as for any module) and every call here gets
 // them as arrays. The kernel binds its layer's ParameterStore to those
 // buffers for the call (ParameterStore::bind: pointers only, nothing copied)
-// and computes with them; backward binds the gradients to one fresh flat
-// buffer, which Python splits into per-parameter views for autograd. The
+// and computes with them; backward binds the gradients to one flat buffer
+// (from a pool: reused only once nothing outside the pool refers to it) and
+// hands autograd per-parameter views of it. The
 // alternative, Python Parameters viewing the C++ layer's buffer, breaks as
 // soon as anything replaces a Parameter's .data (.double(), .to(), some
 // optimisers' foreach paths), silently training a buffer the layer no
@@ -250,11 +251,12 @@ class Kernel {
     if (cache.empty()) throw py::value_error(std::string(fn) + ": the cache holds no training forward pass");
     const py::ssize_t rows = static_cast<py::ssize_t>(cache.batch() * cache.query_length());
     Array dx({rows, static_cast<py::ssize_t>(layer_.d_model())});
-    Array grads(static_cast<py::ssize_t>(layer_.parameter_count()));
-    std::memset(grads.mutable_data(), 0, sizeof(Scalar) * grads.size());  // backward adds into it
+    // A copy of the pool's entry: its references mark it busy until the
+    // views are handed out (another thread's backward cannot take it).
+    GradientBuffer grads = take_gradients();
     py::object dmem_obj = py::none();
     {
-      Bound bound(*this, params, grads.mutable_data());
+      Bound bound(*this, params, grads.flat.mutable_data());
       auto dx_map = mutable_map2d(dx);
       if (cache.cross()) {
         Array dmem({static_cast<py::ssize_t>(cache.batch() * cache.key_length()),
@@ -262,25 +264,21 @@ class Kernel {
         auto dm = mutable_map2d(dmem);
         {
           py::gil_scoped_release free;
+          layer_.parameter_store().zero_grad();  // backward adds into them
           layer_.backward(cache, map2d(dout), {dx_map, dm});
         }
         dmem_obj = dmem;
       } else {
         py::gil_scoped_release free;
+        layer_.parameter_store().zero_grad();
         layer_.backward(cache, map2d(dout), {dx_map});
       }
     }
     // Each parameter's gradient as a view of the flat buffer, shaped like
     // the parameter (PyTorch's shape): torch.from_numpy of each is free,
     // where slicing and reshaping a tensor per parameter cost ~10 us each.
-    py::list views;
-    const auto& infos = layer_.parameter_infos();
-    for (const synattn::ParameterInfo& p : infos) {
-      std::vector<py::ssize_t> shape =
-          p.rows == 1 ? std::vector<py::ssize_t>{static_cast<py::ssize_t>(p.cols)}
-                      : std::vector<py::ssize_t>{static_cast<py::ssize_t>(p.rows), static_cast<py::ssize_t>(p.cols)};
-      views.append(Array(shape, grads.mutable_data() + p.offset, grads));
-    }
+    py::tuple views(grads.views.size());
+    for (std::size_t i = 0; i < grads.views.size(); ++i) views[i] = grads.views[i];
     return py::make_tuple(dx, dmem_obj, views);
   }
 
@@ -289,37 +287,60 @@ class Kernel {
   // to `grads`, a flat buffer laid out like the layer's, or — for a forward
   // pass, which never writes gradients — to the values themselves, so no
   // buffer is allocated for nothing) for one call, under the kernel's mutex.
+  //
+  // The checked pointers are remembered with the array objects themselves
+  // (held, so no other object can take their address): synattn.torch passes
+  // the same NumPy views call after call while the Parameters' storage stays
+  // put, and a call that passes them again is bound without checking the
+  // twelve arrays afresh. An array is taken as the same only if it is the
+  // same object and still has the same data pointer, dtype, size and
+  // contiguity (NumPy lets .shape and .dtype be set in place).
   class Bound {
    public:
     Bound(Kernel& k, const py::list& params, Scalar* grads) : lock_(k.mutex_, std::defer_lock) {
+      // The lock first, so that the kernel's binding scratch below is this
+      // call's alone. Without the GIL when it must wait: a thread holding the
+      // GIL while it waits for a call that must take the GIL back to finish
+      // would deadlock.
+      if (!lock_.try_lock()) {
+        py::gil_scoped_release free;
+        lock_.lock();
+      }
       const auto& infos = k.layer_.parameter_infos();
       const char* fn = "SyntaxBiasedAttention";
       if (params.size() != infos.size())
         throw py::value_error(std::string(fn) + ": got " + std::to_string(params.size()) + " parameters, expected " +
                               std::to_string(infos.size()));
-      std::vector<Scalar*> values(infos.size()), gradients(infos.size());
-      for (std::size_t i = 0; i < infos.size(); ++i) {
-        const std::string name = "parameter " + infos[i].name;
-        Array a = require_array<Scalar>(fn, name.c_str(), params[i]);
-        if (a.size() != infos[i].size())
-          throw py::value_error(std::string(fn) + ": parameter '" + infos[i].name + "' has shape " + shape_of(a) +
-                                ", expected " + std::to_string(infos[i].rows) + " x " + std::to_string(infos[i].cols));
-        // The layer only reads values; const_cast because bind() takes one
-        // pointer type for values and gradients.
-        values[i] = const_cast<Scalar*>(a.data());
-        gradients[i] = grads ? grads + infos[i].offset : values[i];
-        keep_.push_back(std::move(a));
+      std::vector<Scalar*>& values = k.bound_values_;
+      if (!k.same_arrays(params)) {
+        k.bound_arrays_.clear();
+        values.clear();
+        k.bound_arrays_.reserve(infos.size());
+        values.reserve(infos.size());
+        for (std::size_t i = 0; i < infos.size(); ++i) {
+          Array a = require_array<Scalar>(fn, ("parameter " + infos[i].name).c_str(), params[i]);
+          if (a.size() != infos[i].size())
+            throw py::value_error(std::string(fn) + ": parameter '" + infos[i].name + "' has shape " + shape_of(a) +
+                                  ", expected " + std::to_string(infos[i].rows) + " x " +
+                                  std::to_string(infos[i].cols));
+          // The layer only reads values; const_cast because bind() takes one
+          // pointer type for values and gradients.
+          values.push_back(const_cast<Scalar*>(a.data()));
+          k.bound_arrays_.push_back(std::move(a));
+        }
       }
-      // The lock is taken without the GIL: a thread holding the GIL while it
-      // waits for a call that must take the GIL back to finish would deadlock.
-      {
-        py::gil_scoped_release free;
-        lock_.lock();
+      std::vector<Scalar*>& use = k.bind_values_;
+      use = values;
+      stack(k, use, 0, 2);  // Wq, Wk, Wv
+      stack(k, use, 3, 5);  // bq, bk, bv
+      std::vector<Scalar*>& gradients = k.bind_gradients_;
+      if (grads) {
+        gradients.resize(infos.size());
+        for (std::size_t i = 0; i < infos.size(); ++i) gradients[i] = grads + infos[i].offset;
+      } else {
+        gradients = use;
       }
-      stack(k, values, 0, 2);  // Wq, Wk, Wv
-      stack(k, values, 3, 5);  // bq, bk, bv
-      if (!grads) gradients = values;
-      k.layer_.parameter_store().bind(values, gradients);
+      k.layer_.parameter_store().bind(use, gradients);
     }
 
    private:
@@ -344,7 +365,40 @@ class Kernel {
     }
 
     std::unique_lock<std::mutex> lock_;
-    std::vector<Array> keep_;  // the arrays stay alive (and locked by reference) for the call
+  };
+
+  // Whether `params` holds the arrays bound last time, unchanged (Bound).
+  bool same_arrays(const py::list& params) const {
+    if (bound_arrays_.size() != params.size()) return false;
+    for (std::size_t i = 0; i < bound_arrays_.size(); ++i) {
+      const Array& a = bound_arrays_[i];
+      if (PyList_GET_ITEM(params.ptr(), static_cast<py::ssize_t>(i)) != a.ptr() || a.data() != bound_values_[i] ||
+          !a.dtype().is(py::dtype::of<Scalar>()) || a.size() != layer_.parameter_infos()[i].size() ||
+          !(a.flags() & py::array::c_style))
+        return false;
+    }
+    return true;
+  }
+
+  // A flat gradient buffer and its per-parameter views (shaped like the
+  // Parameters), reused from call to call when nothing outside the pool
+  // refers to them any more (GradientBuffer::free).
+  struct GradientBuffer {
+    Array flat;
+    std::vector<Array> views;
+    // Free when the pool holds the only references: the flat array's are
+    // the pool's own and its views' (each view keeps its base alive); a
+    // view's is the pool's. Anything that still reads the memory — a
+    // tensor from torch.from_numpy(view), a .grad that took it over, a
+    // NumPy view of either — holds one of these arrays (NumPy sets a view's
+    // base to the array owning the memory; torch.from_numpy keeps the
+    // array), so the count is higher and the buffer is not reused.
+    bool free() const {
+      if (flat.ref_count() != 1 + static_cast<py::ssize_t>(views.size())) return false;
+      for (const Array& v : views)
+        if (v.ref_count() != 1) return false;
+      return true;
+    }
   };
 
   py::array_t<std::int8_t> bucket_array(const char* fn, const py::handle& obj) const {
@@ -399,12 +453,34 @@ class Kernel {
   }
   void give_back(std::shared_ptr<Cache> cache) { cache.reset(); }
 
+  // Gradient buffers are reused the same way (GradientBuffer::free): a
+  // step does not allocate, fault in and zero a fresh buffer the size of
+  // the parameters (1 MB at d_model 256). Under the GIL.
+  GradientBuffer take_gradients() {
+    for (const GradientBuffer& g : grad_pool_)
+      if (g.free()) return g;
+    GradientBuffer g;
+    g.flat = Array(static_cast<py::ssize_t>(layer_.parameter_count()));
+    for (const synattn::ParameterInfo& p : layer_.parameter_infos()) {
+      std::vector<py::ssize_t> shape =
+          p.rows == 1 ? std::vector<py::ssize_t>{static_cast<py::ssize_t>(p.cols)}
+                      : std::vector<py::ssize_t>{static_cast<py::ssize_t>(p.rows), static_cast<py::ssize_t>(p.cols)};
+      g.views.push_back(Array(shape, g.flat.mutable_data() + p.offset, g.flat));
+    }
+    if (grad_pool_.size() < kPoolSize) grad_pool_.push_back(g);  // else many graphs alive at once: not pooled
+    return g;
+  }
+
   static constexpr std::size_t kPoolSize = 4;
 
   Layer layer_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<Cache>> pool_;
   std::vector<Scalar> scratch_[2];
+  std::vector<GradientBuffer> grad_pool_;
+  // Bound's memory of the last checked parameter arrays and its scratch.
+  std::vector<Array> bound_arrays_;
+  std::vector<Scalar*> bound_values_, bind_values_, bind_gradients_;
 };
 
 template <class Scalar>

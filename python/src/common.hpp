@@ -73,20 +73,35 @@ Eigen::Map<synattn::RowMajorMatrix<T>> mutable_map2d(py::array_t<T>& a) {
 }
 
 // Sequence lengths from a list, tuple or integer array (any integer dtype).
+// An int32 or int64 C-contiguous array (what synattn.torch passes: a
+// tensor's .numpy(), a BucketBatch's lengths) is read in place, once; any
+// other integer array is converted first.
 inline std::vector<int> lengths_of(const char* fn, const char* name, const py::handle& obj) {
   std::vector<int> out;
+  const auto take = [&](long long x, py::ssize_t i) {
+    if (x < 0 || x > 0x7fffffff)
+      throw py::value_error(std::string(fn) + ": '" + name + "'[" + std::to_string(i) + "] = " + std::to_string(x) +
+                            " is not a length in [0, 2^31)");
+    out.push_back(static_cast<int>(x));
+  };
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
-    if (a.ndim() != 1 || a.dtype().kind() != 'i')
+    if (a.ndim() != 1 || (a.dtype().kind() != 'i' && a.dtype().kind() != 'u'))
       throw py::value_error(std::string(fn) + ": '" + name + "' must be a 1-D integer array, got dtype " +
                             std::string(py::str(a.dtype())) + " and shape " + shape_of(a));
-    py::array_t<long long, py::array::forcecast> v(a);  // a few integers: the copy is nothing
-    for (py::ssize_t i = 0; i < v.size(); ++i) {
-      const long long x = v.at(i);
-      if (x < 0 || x > 0x7fffffff)
-        throw py::value_error(std::string(fn) + ": '" + name + "'[" + std::to_string(i) + "] = " + std::to_string(x) +
-                              " is not a length in [0, 2^31)");
-      out.push_back(static_cast<int>(x));
+    out.reserve(static_cast<std::size_t>(a.size()));
+    const bool contiguous = (a.flags() & py::array::c_style) != 0;
+    if (contiguous && a.dtype().is(py::dtype::of<std::int32_t>())) {
+      const auto* v = static_cast<const std::int32_t*>(a.data());
+      for (py::ssize_t i = 0; i < a.size(); ++i) take(v[i], i);
+    } else if (contiguous && a.dtype().is(py::dtype::of<std::int64_t>())) {
+      const auto* v = static_cast<const std::int64_t*>(a.data());
+      for (py::ssize_t i = 0; i < a.size(); ++i) take(v[i], i);
+    } else {
+      // Another integer type: a few integers, the copy is nothing. Unsigned
+      // values beyond 2^63 wrap negative here and are refused by take().
+      py::array_t<long long, py::array::forcecast> v(a);
+      for (py::ssize_t i = 0; i < v.size(); ++i) take(v.at(i), i);
     }
     return out;
   }
@@ -95,6 +110,10 @@ inline std::vector<int> lengths_of(const char* fn, const char* name, const py::h
   } catch (const py::cast_error&) {
     throw py::type_error(std::string(fn) + ": '" + name + "' must be a sequence of ints or an integer array");
   }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0)
+      throw py::value_error(std::string(fn) + ": '" + name + "'[" + std::to_string(i) + "] = " +
+                            std::to_string(out[i]) + " is not a length in [0, 2^31)");
   return out;
 }
 

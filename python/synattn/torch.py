@@ -55,23 +55,24 @@ def _array(t, name, dtype, fn):
 
 
 def _lengths(lengths, batch, n, fn):
+    """Lengths as one integer array (or a list) that the compiled module reads once, in place: a tensor's
+    .numpy(), an integer array as it is, a list or tuple as it is."""
     if lengths is None:
-        return [n] * batch
+        return np.full(batch, n, np.int32)
     if isinstance(lengths, torch.Tensor):
-        if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.dim() != 1:
+        if lengths.dtype.is_floating_point or lengths.dtype.is_complex or lengths.dtype == torch.bool \
+                or lengths.dim() != 1:
             raise TypeError(f"{fn}: 'lengths' must be a 1-D integer tensor, got {lengths.dtype} {tuple(lengths.shape)}")
-        lengths = lengths.cpu().tolist()
+        lengths = lengths.detach().cpu().numpy()
     elif isinstance(lengths, np.ndarray):
         if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
             raise TypeError(f"{fn}: 'lengths' must be a 1-D integer array, got {lengths.dtype} {lengths.shape}")
-        lengths = lengths.tolist()
-    try:
-        out = [int(v) for v in lengths]
-    except (TypeError, ValueError):
-        raise TypeError(f"{fn}: 'lengths' must be a sequence of ints or an integer tensor") from None
-    if len(out) != batch:
-        raise ValueError(f"{fn}: {len(out)} lengths for a batch of {batch} sequences")
-    return out
+    elif not isinstance(lengths, (list, tuple)):
+        raise TypeError(f"{fn}: 'lengths' must be a sequence of ints or an integer tensor, "
+                        f"got {type(lengths).__name__}")
+    if len(lengths) != batch:
+        raise ValueError(f"{fn}: {len(lengths)} lengths for a batch of {batch} sequences")
+    return lengths
 
 
 def _buckets(buckets, views, batch, n_q, n_kv, fn):
@@ -98,39 +99,57 @@ def _buckets(buckets, views, batch, n_q, n_kv, fn):
     return b.reshape(views * batch * n_q, n_kv)
 
 
+def _versions(x, memory, params):
+    """The version counters autograd's saved tensors would check (every Parameter's: the frozen ones are read by
+    the backward pass too)."""
+    return x._version, None if memory is None else memory._version, [p._version for p in params]
+
+
 class _AttentionFunction(torch.autograd.Function):
     """Forward and backward in C++. The cache of a forward pass serves one backward pass (the C++ layer refuses
     it a second time); a second backward of a retained graph (torch.autograd.gradcheck does that) replays the
-    forward first, which draws the same dropout mask from the same seed, so it gives the same gradients."""
+    forward first, which draws the same dropout mask from the same seed, so it gives the same gradients.
+
+    Inputs: the call (kernel, args, the Parameters' NumPy views), x, memory (or None) and the Parameters that
+    need a gradient (the others are not autograd inputs at all). Nothing goes through save_for_backward: the
+    backward pass needs only the C++ cache, and x and memory only for a replay; what save_for_backward would
+    add, autograd's refusal after an in-place change, is checked here from the tensors' version counters."""
 
     @staticmethod
-    def forward(ctx, layer, call, x, memory, *params):
-        kernel, args, arrays = call
+    def forward(ctx, call, x, memory, *trainable):
+        kernel, args, arrays, params, trainable_ids = call
         out, cache = kernel.forward_any(arrays, x, memory, args)
-        ctx.kernel, ctx.args, ctx.arrays, ctx.cache = kernel, args, arrays, cache
-        ctx.trainable = [p.requires_grad for p in params]
-        ctx.has_memory = memory is not None
-        # Saved so that autograd refuses a backward after an in-place change of x or of a Parameter.
-        ctx.save_for_backward(x, memory if memory is not None else torch.empty(0), *params)
+        ctx.call, ctx.cache, ctx.x, ctx.memory = call, cache, x, memory
+        ctx.versions = _versions(x, memory, params)
         return out
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
-        x, memory = ctx.saved_tensors[:2]
-        arrays = ctx.arrays
+        if torch.is_grad_enabled():
+            # What @once_differentiable guards against, without its wrapper: the C++ backward is not itself
+            # differentiable, so a create_graph=True backward would silently give no second derivatives.
+            raise RuntimeError("SyntaxBiasedAttention: the backward pass is not differentiable "
+                               "(create_graph=True / double backward is not supported)")
+        x, memory = ctx.x, ctx.memory
+        kernel, args, arrays, params, trainable_ids = ctx.call
+        if ctx.versions != _versions(x, memory, params):
+            raise RuntimeError("SyntaxBiasedAttention.backward: the input, memory or a Parameter was modified in "
+                               "place since the forward pass (an optimiser step before backward?); the gradients "
+                               "would be of other values")
         if ctx.cache is None:  # used by an earlier backward of this graph: replay the forward
-            _, ctx.cache = ctx.kernel.forward_any(arrays, x, memory if ctx.has_memory else None, ctx.args)
+            _, ctx.cache = kernel.forward_any(arrays, x, memory, args)
         cache, ctx.cache = ctx.cache, None
         if dout.dtype != x.dtype:
             raise TypeError(f"SyntaxBiasedAttention.backward: the output gradient has dtype {dout.dtype}, "
                             f"expected {x.dtype}")
         g = dout.detach().contiguous().numpy()
-        dx, dmem, views = ctx.kernel.kernel.backward(arrays, cache, g.reshape(-1, g.shape[-1]))
-        grads = [torch.from_numpy(v) if t else None for v, t in zip(views, ctx.trainable)]
-        dx = torch.from_numpy(dx).view(x.shape) if ctx.needs_input_grad[2] else None
-        dmem = torch.from_numpy(dmem).view(memory.shape) if ctx.has_memory and ctx.needs_input_grad[3] else None
-        return (None, None, dx, dmem, *grads)
+        dx, dmem, views = kernel.kernel.backward(arrays, cache, g.reshape(-1, g.shape[-1]))
+        needs = ctx.needs_input_grad
+        from_numpy = torch.from_numpy
+        grads = [from_numpy(views[i]) for i in trainable_ids]
+        dx = from_numpy(dx).view(x.shape) if needs[1] else None
+        dmem = from_numpy(dmem).view(memory.shape) if memory is not None and needs[2] else None
+        return (None, dx, dmem, *grads)
 
 
 class _Kernel:
@@ -319,8 +338,9 @@ class SyntaxBiasedAttention(torch.nn.Module):
             # From torch's generator, so torch.manual_seed makes a run repeatable.
             args[5] = int(torch.randint(0, 2 ** 62, (1,), dtype=torch.int64).item())
         args = tuple(args)
-        inputs_need_grad = x.requires_grad or (memory is not None and memory.requires_grad)
-        need_grad = torch.is_grad_enabled() and (inputs_need_grad or any(p.requires_grad for p in params))
+        trainable_ids = [i for i, p in enumerate(params) if p.requires_grad]
+        need_grad = torch.is_grad_enabled() and (
+            x.requires_grad or (memory is not None and memory.requires_grad) or bool(trainable_ids))
         arrays = self._arrays(params)
         if not need_grad and args[5] < 0:
             # Inference: infer() keeps nothing for a backward pass.
@@ -329,7 +349,10 @@ class SyntaxBiasedAttention(torch.nn.Module):
         if not need_grad:
             with torch.no_grad():
                 return kernel.forward_any(arrays, x, memory, args)[0]
-        return _AttentionFunction.apply(self, (kernel, args, arrays), x, memory, *params)
+        # Only the Parameters that get a gradient are autograd inputs: each input costs the Function's fixed
+        # work (and the frozen ones would only get None).
+        return _AttentionFunction.apply((kernel, args, arrays, params, trainable_ids), x, memory,
+                                        *[params[i] for i in trainable_ids])
 
     # ---- checkpoints ----
     def save_weights(self, path, extra=None):
