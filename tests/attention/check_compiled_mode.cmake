@@ -2,8 +2,13 @@
 # (built with SYNATTN_COMPILED) define none of SyntaxBiasedAttention's
 # out-of-line members, nor (PARSER_OBJECTS, TAGGER_OBJECTS, optional) of
 # BiaffineParser's or SyntaxTransformerTagger's, and the synattn_compiled
-# library defines them for float and double.
-#   -DNM -DUSER_OBJECTS=a.o;b.o [-DPARSER_OBJECTS=c.o] [-DTAGGER_OBJECTS=d.o] -DLIBRARY=libsynattn_compiled.a
+# library defines them for float and double. Nor do they define the kernel
+# registry's tables (kernels::detail::table_of, whose instantiation compiles
+# every ISA's kernels), and (PIPELINE_OBJECTS, optional: built with
+# SYNATTN_COMPILED_PIPELINE) no parse::Pipeline loading or parsing and no
+# per-ISA kernel, which the library defines.
+#   -DNM -DUSER_OBJECTS=a.o;b.o [-DPARSER_OBJECTS=c.o] [-DTAGGER_OBJECTS=d.o] [-DPIPELINE_OBJECTS=e.o]
+#   -DLIBRARY=libsynattn_compiled.a
 set(member "synattn::SyntaxBiasedAttention<float>::forward_core(")
 set(member_double "synattn::SyntaxBiasedAttention<double>::backward(")
 
@@ -62,4 +67,33 @@ endif()
 if(TAGGER_OBJECTS)
   check_extern("${TAGGER_OBJECTS}" SyntaxTransformerTagger
     "forward|loss|backward|predict|stage_offset|SyntaxTransformerTagger\\(synattn::nn::TaggerOptions")
+endif()
+
+# The kernel registry's tables: every user object leaves them to the library.
+set(tables "synattn::kernels::detail::table_of<(float|double)>\\(")
+foreach(type IN ITEMS float double)
+  string(REGEX MATCH "[^\n]*synattn::kernels::detail::table_of<${type}>\\([^\n]*" lib_hit "${lib}")
+  if(NOT lib_hit)
+    message(FATAL_ERROR "${LIBRARY} does not define kernels::detail::table_of<${type}>")
+  endif()
+endforeach()
+defined_symbols(all_users ${USER_OBJECTS} ${PARSER_OBJECTS} ${TAGGER_OBJECTS} ${PIPELINE_OBJECTS})
+string(REGEX MATCH "[^\n]*${tables}[^\n]*" hit "${all_users}")
+if(hit)
+  message(FATAL_ERROR "a user object file defines a kernel table although SYNATTN_COMPILED is on: ${hit}")
+endif()
+message(STATUS "user objects define no kernel table; the library defines them")
+
+if(PIPELINE_OBJECTS)
+  string(FIND "${lib}" "synattn::parse::Pipeline::parse_text(" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${LIBRARY} does not define parse::Pipeline::parse_text")
+  endif()
+  defined_symbols(pipeline_text ${PIPELINE_OBJECTS})
+  string(REGEX MATCH "[^\n]*(parse::Pipeline::(load\\(|parse_text|parse_sentences)|kernels::(portable|avx2|avx512|neon)::)[^\n]*"
+    hit "${pipeline_text}")
+  if(hit)
+    message(FATAL_ERROR "an object file defines pipeline or kernel code although SYNATTN_COMPILED_PIPELINE is on: ${hit}")
+  endif()
+  message(STATUS "${PIPELINE_OBJECTS}: no parse::Pipeline member but load_default, no kernel; the library defines them")
 endif()

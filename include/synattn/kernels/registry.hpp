@@ -110,8 +110,11 @@ inline bool compiled(KernelIsa isa) noexcept {
 
 // `isa`'s kernel table (kernel_set_for(isa)'s functions), which must be
 // compiled (else the portable one): the one dispatch of every family.
+// Not `inline`, so that compiled mode's extern declaration below keeps every
+// ISA's kernels (the tables take their addresses: all rows, GEMM and
+// few-rows kernels of the Scalar) out of the program's own files.
 template <class Scalar>
-inline const KernelTable<Scalar>& table_of(KernelIsa isa) noexcept {
+const KernelTable<Scalar>& table_of(KernelIsa isa) noexcept {
 #if defined(SYNATTN_HAVE_AVX2_KERNELS)
   if (isa == KernelIsa::avx2) return avx2::kernel_table<Scalar>;
 #endif
@@ -236,6 +239,15 @@ inline void set_isa(KernelIsa isa) {
   if (!why.empty()) throw Error(std::string("kernels::set_isa(") + to_string(isa) + "): " + why);
   detail::isa_state().store(static_cast<int>(isa), std::memory_order_relaxed);
 }
+
+#if defined(SYNATTN_COMPILED)
+// Compiled mode (attention/compiled.hpp): the float and double tables, and
+// with them every kernel, are compiled once in src/compiled.cpp.
+namespace detail {
+extern template const KernelTable<float>& table_of<float>(KernelIsa) noexcept;
+extern template const KernelTable<double>& table_of<double>(KernelIsa) noexcept;
+}  // namespace detail
+#endif
 
 }  // namespace kernels
 }  // namespace synattn

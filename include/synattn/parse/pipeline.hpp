@@ -46,10 +46,10 @@ class Pipeline {
       : tokenizer_(std::move(tokenizer)), parser_(std::move(parser)) {}
 
   // The shipped English models (text::default_tokenizer_path(), default_model_path()).
+  // Inline in every mode: the models' folder is the program's
+  // (SYNATTN_MODEL_DIR, util/model_paths.hpp), not the compiled library's.
   static Pipeline load_default() { return load(text::default_tokenizer_path(), default_model_path()); }
-  static Pipeline load(const std::string& tokenizer_path, const std::string& parser_path) {
-    return Pipeline(text::TokenizerModel::load(tokenizer_path), ParserModel::load(parser_path));
-  }
+  static Pipeline load(const std::string& tokenizer_path, const std::string& parser_path);
 
   const text::TokenizerModel& tokenizer() const noexcept { return tokenizer_; }
   const ParserModel& parser() const noexcept { return parser_; }
@@ -58,42 +58,66 @@ class Pipeline {
   // sentence of more than kMaxSentenceWords words (the tokenizer cuts at its
   // max_sentence_tokens, but multiword tokens expand) is refused before any
   // is parsed, naming `name`, the sentence and its bytes.
-  void parse_sentences(text::Document& doc, const std::string& name = "<text>") const {
-    std::vector<std::vector<std::string>> forms(doc.sentences.size());
-    for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
-      const text::Sentence& sentence = doc.sentences[s];
-      const std::string too_long = sentence_length_problem(sentence.words.size());
-      if (!too_long.empty()) {
-        const text::TextSpan span = sentence.span();
-        throw Error(name + ": sentence " + (sentence.sent_id.empty() ? std::to_string(s + 1) : sentence.sent_id) +
-                    " (bytes " + std::to_string(span.bytes.begin) + "-" + std::to_string(span.bytes.end) + ") has " +
-                    too_long);
-      }
-      for (const text::Word& w : sentence.words) forms[s].push_back(w.form);
-    }
-    const std::vector<ParsedSentence> parsed = parser_.parse(forms);
-    for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
-      auto& words = doc.sentences[s].words;
-      for (std::size_t i = 0; i < words.size(); ++i) {
-        words[i].head = parsed[s].heads[i];
-        words[i].deprel = parsed[s].deprels[i];
-        words[i].upos = parsed[s].upos[i];
-      }
-    }
-  }
+  void parse_sentences(text::Document& doc, const std::string& name = "<text>") const;
 
   // Raw UTF-8 text -> parsed sentences. `name` names the text in errors
   // (invalid UTF-8: the byte offset).
-  text::Document parse_text(const std::string& raw, const std::string& name = "<text>") const {
-    text::Document doc = tokenizer_.tokenize(raw, name);
-    parse_sentences(doc, name);
-    return doc;
-  }
+  text::Document parse_text(const std::string& raw, const std::string& name = "<text>") const;
 
  private:
   text::TokenizerModel tokenizer_;
   ParserModel parser_;
 };
+
+// The members' definitions. With SYNATTN_COMPILED_PIPELINE (linking
+// synattn::compiled built with nlohmann-json defines it) a program sees only
+// the declarations above and links src/compiled_pipeline.cpp's copies: the
+// loading (safetensors, JSON metadata), the tokenizer and the parser's
+// driver are compiled once there instead of in every file that parses text,
+// most of such a file's compile time. Otherwise they are inline here.
+#if !defined(SYNATTN_COMPILED_PIPELINE) || defined(SYNATTN_PIPELINE_SOURCE)
+#if defined(SYNATTN_PIPELINE_SOURCE)
+#define SYNATTN_PIPELINE_INLINE
+#else
+#define SYNATTN_PIPELINE_INLINE inline
+#endif
+
+SYNATTN_PIPELINE_INLINE Pipeline Pipeline::load(const std::string& tokenizer_path, const std::string& parser_path) {
+  return Pipeline(text::TokenizerModel::load(tokenizer_path), ParserModel::load(parser_path));
+}
+
+SYNATTN_PIPELINE_INLINE void Pipeline::parse_sentences(text::Document& doc, const std::string& name) const {
+  std::vector<std::vector<std::string>> forms(doc.sentences.size());
+  for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
+    const text::Sentence& sentence = doc.sentences[s];
+    const std::string too_long = sentence_length_problem(sentence.words.size());
+    if (!too_long.empty()) {
+      const text::TextSpan span = sentence.span();
+      throw Error(name + ": sentence " + (sentence.sent_id.empty() ? std::to_string(s + 1) : sentence.sent_id) +
+                  " (bytes " + std::to_string(span.bytes.begin) + "-" + std::to_string(span.bytes.end) + ") has " +
+                  too_long);
+    }
+    for (const text::Word& w : sentence.words) forms[s].push_back(w.form);
+  }
+  const std::vector<ParsedSentence> parsed = parser_.parse(forms);
+  for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
+    auto& words = doc.sentences[s].words;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      words[i].head = parsed[s].heads[i];
+      words[i].deprel = parsed[s].deprels[i];
+      words[i].upos = parsed[s].upos[i];
+    }
+  }
+}
+
+SYNATTN_PIPELINE_INLINE text::Document Pipeline::parse_text(const std::string& raw, const std::string& name) const {
+  text::Document doc = tokenizer_.tokenize(raw, name);
+  parse_sentences(doc, name);
+  return doc;
+}
+
+#undef SYNATTN_PIPELINE_INLINE
+#endif
 
 }  // namespace parse
 }  // namespace synattn
