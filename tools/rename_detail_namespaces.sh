@@ -11,7 +11,7 @@
 #   synattn::kernels::<isa>::detail
 #                             was linear_detail (and the detail of
 #                             attention_rows_algorithm.inc), per ISA namespace
-#   synattn::nn::detail       was binding_detail
+#   synattn::nn::detail       was binding_detail, distillation_detail
 #   synattn::parse::detail    was biaffine_detail, json_detail, metrics_detail,
 #                             token_text_detail (and detail)
 #   synattn::text::detail     was conll18_detail, conllu_text_detail,
@@ -53,7 +53,7 @@ perl -pi -e 's/\bnumber_text\b/exact_number_text/g' include/synattn/train/checkp
 perl -pi -e 's/(?<![\w:])detail::span_text\b/synattn::detail::span_text/g' include/synattn/text/conll18_eval.hpp
 
 top="atomic_file_detail attention_detail checked_size_detail checkpoint_detail metadata_number_detail npy_detail output_path_detail parallel_detail safetensors_detail schedule_detail"
-nested="kernels:dropout_detail kernels:gemm_detail nn:binding_detail parse:biaffine_detail parse:json_detail parse:metrics_detail parse:token_text_detail text:conll18_detail text:conllu_text_detail text:conllu_writer_detail text:multiword_detail text:utf8_detail text:word_spans_detail"
+nested="kernels:dropout_detail kernels:gemm_detail nn:binding_detail nn:distillation_detail parse:biaffine_detail parse:json_detail parse:metrics_detail parse:token_text_detail text:conll18_detail text:conllu_text_detail text:conllu_writer_detail text:multiword_detail text:utf8_detail text:word_spans_detail"
 
 for f in $files; do
   # A file whose code lies in namespace synattn only (and its details) keeps
