@@ -368,7 +368,7 @@ class GemmFloor {
 
   // Mirrors the layer's forward: S is computed into a per-thread scratch block
   // (query row blocks of at most 512 KB, like
-  // attention_detail::score_block_rows), P V reads it from there, and P is
+  // detail::score_block_rows), P V reads it from there, and P is
   // stored to the probability buffer only by the layer (a copy, not a GEMM).
   void forward() {
     using synattn::parallel_chunks;
@@ -459,7 +459,7 @@ class GemmFloor {
   // Query rows per forward score block: all n while an (n, n) float block
   // fits 512 KB (L2 with the K and V panels), else a multiple of 16 that does.
   // The layer's own row-block size, so the floor cuts its products the same way.
-  Index score_rows() const { return synattn::attention_detail::score_block_rows<Scalar>(s_.n, s_.n); }
+  Index score_rows() const { return synattn::detail::score_block_rows<Scalar>(s_.n, s_.n); }
 
   Shape s_;
   const Matrix& x_;
@@ -804,7 +804,7 @@ void BM_PackedDocument(benchmark::State& state, int n, int window) {
     state.SetIterationTime(layer_t.back());
   }
   use_threads(g_default_threads);
-  const auto windows = synattn::attention_detail::key_windows(d.packed, n, false);
+  const auto windows = synattn::detail::key_windows(d.packed, n, false);
   double live = 0;
   for (const auto& k : windows.blocks) live += double(k.m) * double(k.span);
   const double dk = 64, heads = 8;

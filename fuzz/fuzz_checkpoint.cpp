@@ -110,7 +110,7 @@ bool all_finite(const V& v) {
 std::map<std::string, std::string> caller_keys(const std::map<std::string, std::string>& metadata) {
   std::map<std::string, std::string> out;
   for (const auto& kv : metadata)
-    if (!synattn::checkpoint_detail::reserved_key(kv.first)) out.insert(kv);
+    if (!synattn::detail::reserved_key(kv.first)) out.insert(kv);
   return out;
 }
 

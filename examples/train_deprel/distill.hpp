@@ -60,7 +60,7 @@ inline std::map<std::string, std::string> teacher_metadata(const std::string& va
           {"labels", std::to_string(labels)},
           {"seed", std::to_string(seed)},
           {"trees", trees},
-          {"best_dev_accuracy", synattn::metadata_number_detail::real_text(best_dev)},
+          {"best_dev_accuracy", synattn::detail::real_text(best_dev)},
           {"best_epoch", std::to_string(best_epoch)}};
 }
 

@@ -330,7 +330,7 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (!j.at(key).is_number())
         throw synattn::Error(what + " has the wrong type (a " + j.at(key).type_name() + ", expected an integer)");
-      out = synattn::parse::json_detail::checked_integer<T>(j.at(key), what);
+      out = synattn::parse::detail::checked_integer<T>(j.at(key), what);
     } else {
       try {
         j.at(key).get_to(out);

@@ -431,7 +431,7 @@ TEST_CASE("dropout across forward row blocks: naive reference and input gradient
   std::mt19937 rng(260);
   synattn_test::randomise(layer, rng);
   const int n = 260;
-  REQUIRE(synattn::attention_detail::score_block_rows<double>(n, n) < n);
+  REQUIRE(synattn::detail::score_block_rows<double>(n, n) < n);
   Batch t;
   t.lq = t.lkv = {n - 3};
   t.nq = t.nkv = n;

@@ -349,8 +349,8 @@ TEST_CASE("empty sequences: lengths {0, 0} with no rows, and all-padding batches
 TEMPLATE_TEST_CASE("all_finite finds one NaN or infinity anywhere, in contiguous and strided storage",
                    "[attention][nan]", float, double) {
   using S = TestType;
-  using synattn::attention_detail::all_finite;
-  using synattn::attention_detail::all_finite_contiguous;
+  using synattn::detail::all_finite;
+  using synattn::detail::all_finite_contiguous;
   const S bad[] = {std::numeric_limits<S>::quiet_NaN(), std::numeric_limits<S>::infinity(),
                    -std::numeric_limits<S>::infinity()};
   // Sizes around the 32 partial sums: the blocked part, the tail, and both.

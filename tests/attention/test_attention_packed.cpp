@@ -169,7 +169,7 @@ TEST_CASE("key windows: the row blocks cover every row once, their ranges every 
             synattn::make_packed_buckets(docs, Bucketing::linear(5), packing(window, 4, links));
         const int n = longest(packed) + 70;  // padding rows too
         const BucketBlock dense = packed.dense(n);
-        const auto w = synattn::attention_detail::key_windows(packed, n, causal);
+        const auto w = synattn::detail::key_windows(packed, n, causal);
         REQUIRE(w.first.size() == docs.size() + 1);
         std::vector<std::int8_t> tile;
         Index live = 0, outside = 0, wrong = 0;  // visible pairs outside a range; tile entries that differ
@@ -184,7 +184,7 @@ TEST_CASE("key windows: the row blocks cover every row once, their ranges every 
             next_row += blk.m;
             live += blk.m * blk.span;
             tile.assign(std::size_t(blk.m * blk.span), 0);
-            synattn::attention_detail::fill_bucket_tile(tile.data(), packed, blk);
+            synattn::detail::fill_bucket_tile(tile.data(), packed, blk);
             for (Index i = 0; i < blk.m; ++i) {
               const Index row = Index(b) * n + blk.r0 + i;
               for (Index j = 0; j < n; ++j) {

@@ -280,9 +280,9 @@ TEST_CASE("the fused path's memory grows linearly in n; the materialized path ke
 }
 
 TEST_CASE("choosing the path: the option, SYNATTN_ATTENTION_PATH, then the size rule", "[attention][path]") {
-  using synattn::attention_detail::kFusedPathBytes;
-  using synattn::attention_detail::path_from_environment;
-  using synattn::attention_detail::takes_fused_path;
+  using synattn::detail::kFusedPathBytes;
+  using synattn::detail::path_from_environment;
+  using synattn::detail::takes_fused_path;
   const char* saved = std::getenv("SYNATTN_ATTENTION_PATH");
   const std::string saved_value = saved ? saved : "";
   SECTION("the environment variable's values") {

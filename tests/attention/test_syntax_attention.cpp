@@ -559,7 +559,7 @@ TEST_CASE("bad input raises synattn::Error naming the argument and the index", "
 TEST_CASE("long sequences computed in row blocks match the reference and any thread count", "[attention][threads]") {
   // A 300 x 300 double score block is 720 KB, over the 512 KB a forward task
   // keeps in cache, so the forward pass splits it into row blocks.
-  REQUIRE(synattn::attention_detail::score_block_rows<double>(300, 300) < 300);
+  REQUIRE(synattn::detail::score_block_rows<double>(300, 300) < 300);
   const bool causal = GENERATE(false, true);
   AttentionOptions o(8, 2);
   o.causal = causal;

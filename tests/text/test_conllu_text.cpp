@@ -187,7 +187,7 @@ const std::vector<std::string>& treebanks() {
 }  // namespace
 
 TEST_CASE("every sentence of the bundled treebanks rebuilds to its # text, with exact spans", "[conllu_text][data]") {
-  using synattn::text::conllu_text_detail::fold_whitespace;
+  using synattn::text::detail::fold_whitespace;
   for (const std::string& path : treebanks()) {
     INFO(path);
     const Document doc = read_conllu_text_file(path);

@@ -19,7 +19,7 @@
 namespace {
 
 using synattn::parallel_for_threads;
-namespace pd = synattn::parallel_detail;
+namespace pd = synattn::detail;
 
 constexpr double kBig = 1e9;  // work far above kMinParallelWork
 

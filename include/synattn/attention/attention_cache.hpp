@@ -143,7 +143,7 @@ class AttentionCache {
   BucketBlock buckets_;                  // (views * batch * n_q, n_kv) when the layer has a syntax bias
   bool packed_input_ = false;            // packed documents: packed_ and windows_ instead of buckets_
   PackedBuckets packed_;                 // a training pass's packing
-  attention_detail::KeyWindows windows_;  // its row blocks and their key ranges
+  detail::KeyWindows windows_;  // its row blocks and their key ranges
   std::vector<std::int8_t> tiles_;        // (threads * rows, widest range): per-thread bucket tiles
   Matrix scratch_;                       // (threads * rows, n_kv): one cache-resident score block per thread
                                          // (fused backward: two, P and dS)

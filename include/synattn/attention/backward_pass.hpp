@@ -25,7 +25,7 @@ namespace synattn {
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<const Matrix>& dout,
                                                   const InputGradients& dinput, const GradientTarget& grads) const {
-  const attention_detail::BlockGeometry g = geometry(c);
+  const detail::BlockGeometry g = geometry(c);
   c.stamp_.mark_used();  // check_backward() passed: nothing is written before this
   output_projection_backward(c, dout, grads);
   c.dqkv_.resize(c.qkv_.rows(), c.qkv_.cols());
@@ -49,7 +49,7 @@ void SyntaxBiasedAttention<Scalar>::backward_core(Cache& c, const Eigen::Ref<con
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const Eigen::Ref<const Matrix>& dout,
                                                                const GradientTarget& grads) const {
-  using attention_detail::add_row_sums;
+  using detail::add_row_sums;
   const Index d = options_.d_model, hdv = Index(options_.heads) * dv_, rows = c.batch_ * c.n_q_;
   const Eigen::Map<const Matrix> wo(store_.value_data(id_.wo), d, hdv);  // Wo: (d, h*dv)
   Eigen::Map<Matrix> dwo(grad_at(grads, id_.wo), d, hdv);                // dWo: (d, h*dv)
@@ -76,8 +76,8 @@ void SyntaxBiasedAttention<Scalar>::output_projection_backward(Cache& c, const E
 // the fused path each block's P is recomputed beside it (attention/path.hpp).
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
-                                                               const attention_detail::BlockGeometry& g) const {
-  using namespace attention_detail;
+                                                               const detail::BlockGeometry& g) const {
+  using namespace detail;
   const Index nq = g.n_q, nkv = g.n_kv;
   const bool drop = c.dropout_, fused = c.fused_;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
@@ -132,8 +132,8 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_row_blocks(Cache& c,
 // 2. With talking heads, on whole blocks: dscore_ <- dP~; [post] dscore2_ <-
 // dP; dS in the buffer holding dP; [pre] dR into the other buffer.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attention_detail::BlockGeometry& g) const {
-  using namespace attention_detail;
+void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const detail::BlockGeometry& g) const {
+  using namespace detail;
   const Index nq = g.n_q, nkv = g.n_kv, H = g.heads, tasks = g.tasks();
   const bool pre = options_.talking_heads_pre, post = options_.talking_heads_post;
   const bool hist = table_gradients(), drop = c.dropout_;
@@ -187,7 +187,7 @@ void SyntaxBiasedAttention<Scalar>::attend_backward_mixed(Cache& c, const attent
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, const InputGradients& dinput,
                                                               const GradientTarget& grads) const {
-  using attention_detail::add_row_sums;
+  using detail::add_row_sums;
   using ConstMap = Eigen::Map<const Matrix>;
   using Map = Eigen::Map<Matrix>;
   const Index d = options_.d_model, hdk = Index(options_.heads) * dk_, hdv = Index(options_.heads) * dv_;
@@ -248,15 +248,15 @@ void SyntaxBiasedAttention<Scalar>::input_projection_backward(Cache& c, const In
 
 // 4. Reductions of the per-task partials, in task order.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::reduce_partials(const Cache& c, const attention_detail::BlockGeometry& g,
+void SyntaxBiasedAttention<Scalar>::reduce_partials(const Cache& c, const detail::BlockGeometry& g,
                                                     const GradientTarget& grads) const {
   if (table_gradients())
-    attention_detail::reduce_table_gradient<Scalar>(bias_terms(&grads), c.hist_, g, histogram_slots());
+    detail::reduce_table_gradient<Scalar>(bias_terms(&grads), c.hist_, g, histogram_slots());
   if (id_.pre >= 0)
-    attention_detail::reduce_mix_gradient<Scalar>(Eigen::Map<Matrix>(grad_at(grads, id_.pre), g.heads, g.heads),
+    detail::reduce_mix_gradient<Scalar>(Eigen::Map<Matrix>(grad_at(grads, id_.pre), g.heads, g.heads),
                                                   c.mix_partial_, 0, g);
   if (id_.post >= 0)
-    attention_detail::reduce_mix_gradient<Scalar>(Eigen::Map<Matrix>(grad_at(grads, id_.post), g.heads, g.heads),
+    detail::reduce_mix_gradient<Scalar>(Eigen::Map<Matrix>(grad_at(grads, id_.post), g.heads, g.heads),
                                                   c.mix_partial_, 1, g);
 }
 

@@ -29,7 +29,7 @@
 #include "forward_steps.hpp"
 
 namespace synattn {
-namespace attention_detail {
+namespace detail {
 
 // dst (cols) += sum of the rows of src (rows, cols), in row order: deterministic.
 template <class Src, class Scalar>
@@ -362,7 +362,7 @@ void reduce_mix_gradient(Eigen::Map<RowMajorMatrix<Scalar>> dM, const RowMajorMa
     dM += Eigen::Map<const RowMajorMatrix<Scalar>>(partials.data() + b * partials.cols() + slot * H * H, H, H);
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_ATTENTION_BACKWARD_STEPS_HPP

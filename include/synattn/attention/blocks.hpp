@@ -25,7 +25,7 @@
 
 namespace synattn {
 
-namespace attention_detail {
+namespace detail {
 
 // A training pass keeps what backward() needs; an inference pass keeps nothing.
 enum class Pass { training, inference };
@@ -113,7 +113,7 @@ Eigen::Map<const RowMajorMatrix<Scalar>> block_of(const RowMajorMatrix<Scalar>& 
   return Eigen::Map<const RowMajorMatrix<Scalar>>(buffer.data() + block * rows * cols, rows, cols);
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_ATTENTION_BLOCKS_HPP

@@ -12,18 +12,18 @@
 namespace synattn {
 
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, attention_detail::Pass pass,
+void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, detail::Pass pass,
                                                   Index batch, Index n_q, Index n_kv, const std::vector<int>& lengths_q,
                                                   const std::vector<int>& lengths_kv,
                                                   const PackedBuckets* packed) const {
   const bool cross = kind == AttentionKind::cross;
-  const bool training = pass == attention_detail::Pass::training;
+  const bool training = pass == detail::Pass::training;
   const Index h = options_.heads;
   const bool mixing = options_.talking_heads_pre || options_.talking_heads_post;
   // Decided before the cache is touched: a bad SYNATTN_ATTENTION_PATH throws
   // here. Packed documents have no n x n probabilities to keep.
   const bool fused = training && (packed != nullptr ||
-                                  attention_detail::takes_fused_path(
+                                  detail::takes_fused_path(
                                       options_.path, mixing, double(batch * h * n_q) * double(n_kv) * sizeof(Scalar)));
   c.filled_ = false;
   c.stamp_.clear();
@@ -68,7 +68,7 @@ void SyntaxBiasedAttention<Scalar>::prepare_cache(Cache& c, AttentionKind kind, 
   if (!training || !options_.syntax_bias || packed) c.buckets_.resize(0, 0);
   c.packed_input_ = packed != nullptr;
   if (packed) {
-    c.windows_ = attention_detail::key_windows(*packed, n_q, options_.causal);
+    c.windows_ = detail::key_windows(*packed, n_q, options_.causal);
   } else {
     c.windows_ = {};
     if (!c.packed_.lengths().empty()) c.packed_ = PackedBuckets();
@@ -86,8 +86,8 @@ void SyntaxBiasedAttention<Scalar>::set_dropout(Cache& c, const RandomStream* dr
 }
 
 template <class Scalar>
-attention_detail::BlockGeometry SyntaxBiasedAttention<Scalar>::geometry(const Cache& c) const {
-  attention_detail::BlockGeometry g;
+detail::BlockGeometry SyntaxBiasedAttention<Scalar>::geometry(const Cache& c) const {
+  detail::BlockGeometry g;
   g.batch = c.batch_;
   g.n_q = c.n_q_;
   g.n_kv = c.n_kv_;
@@ -114,9 +114,9 @@ template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const Eigen::Ref<const Matrix>& x_q,
                                                  const Eigen::Ref<const Matrix>* x_kv,
                                                  const Eigen::Ref<const BucketBlock>& buckets,
-                                                 attention_detail::Pass pass, Eigen::Ref<Matrix> out,
+                                                 detail::Pass pass, Eigen::Ref<Matrix> out,
                                                  const PackedBuckets* packed) const {
-  const attention_detail::BlockGeometry g = geometry(c);
+  const detail::BlockGeometry g = geometry(c);
   project_inputs(c, x_q, x_kv);
   // The table as the kernels read it (null without a syntax bias).
   const std::optional<BiasTerms<Scalar>> terms =
@@ -132,7 +132,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
       max_bias_heap.resize(static_cast<std::size_t>(options_.heads));
       mb = max_bias_heap.data();
     }
-    if (table) attention_detail::check_bias_products<Scalar>(fn, *table, mb);
+    if (table) detail::check_bias_products<Scalar>(fn, *table, mb);
     // Pre-mixing talking heads mix the raw scores: |mixed| <= max row sum of |M_pre| x the largest.
     const double mix_gain =
         options_.talking_heads_pre
@@ -142,7 +142,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
                          .sum()
                          .maxCoeff())
             : 0.0;
-    attention_detail::check_score_range<Scalar>(fn, c.qkv_, c.cross_ ? c.kv_ : c.qkv_, g, inv_sqrt_dk_,
+    detail::check_score_range<Scalar>(fn, c.qkv_, c.cross_ ? c.kv_ : c.qkv_, g, inv_sqrt_dk_,
                                                 table ? mb : nullptr, mix_gain);
   }
   if (!options_.talking_heads_pre && !options_.talking_heads_post)
@@ -150,7 +150,7 @@ void SyntaxBiasedAttention<Scalar>::forward_core(const char* fn, Cache& c, const
   else
     attend_mixed(c, g, buckets, table);
   project_output(c, out);
-  if (options_.check_finite) attention_detail::check_finite_output<Scalar>(fn, out);
+  if (options_.check_finite) detail::check_finite_output<Scalar>(fn, out);
 }
 
 // 1. Projections.
@@ -192,11 +192,11 @@ void SyntaxBiasedAttention<Scalar>::project_inputs(Cache& c, const Eigen::Ref<co
 // L2 (a 1024 x 1024 float block is 4 MB). The cut depends on the shape only,
 // so results stay the same for every thread count.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_detail::BlockGeometry& g,
+void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const detail::BlockGeometry& g,
                                                       const Eigen::Ref<const BucketBlock>& buckets,
-                                                      const BiasTerms<Scalar>* table, attention_detail::Pass pass,
+                                                      const BiasTerms<Scalar>* table, detail::Pass pass,
                                                       const PackedBuckets* packed) const {
-  using namespace attention_detail;
+  using namespace detail;
   const Index nq = g.n_q, nkv = g.n_kv;
   const DropoutMask<Scalar> mask{&c.dropout_stream_, c.drop_threshold_, c.keep_scale_};
   // Packed documents: their own row blocks, each on its key range.
@@ -245,10 +245,10 @@ void SyntaxBiasedAttention<Scalar>::attend_row_blocks(Cache& c, const attention_
 // 2. Attention with talking heads: whole (n_q, n_kv) blocks in the cache's
 // buffers, since the mixing reads every head's block of a sequence.
 template <class Scalar>
-void SyntaxBiasedAttention<Scalar>::attend_mixed(Cache& c, const attention_detail::BlockGeometry& g,
+void SyntaxBiasedAttention<Scalar>::attend_mixed(Cache& c, const detail::BlockGeometry& g,
                                                  const Eigen::Ref<const BucketBlock>& buckets,
                                                  const BiasTerms<Scalar>* table) const {
-  using namespace attention_detail;
+  using namespace detail;
   using BlockMap = Eigen::Map<Matrix>;
   using ConstBlockMap = Eigen::Map<const Matrix>;
   const Index nq = g.n_q, nkv = g.n_kv, H = g.heads, tasks = g.tasks();

@@ -30,7 +30,7 @@
 #include "key_windows.hpp"
 
 namespace synattn {
-namespace attention_detail {
+namespace detail {
 
 // The dropout of one pass: element (b, a, i, j) of the probabilities' layout
 // is kept iff stream.keep(((b * h + a) * n_q + i) * n_kv + j, threshold), and
@@ -284,7 +284,7 @@ void mix_heads(Eigen::Map<const RowMajorMatrix<Scalar>> M, const RowMajorMatrix<
   kernels::product<Scalar>(d, M, s);
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_ATTENTION_FORWARD_STEPS_HPP

@@ -26,7 +26,7 @@
 
 namespace synattn {
 
-namespace attention_detail {
+namespace detail {
 // The bucket block of a layer without a syntax bias: 0 x 0, never read.
 inline const BucketBlock& no_buckets() {
   static const BucketBlock empty;
@@ -38,7 +38,7 @@ RowMajorMatrix<Scalar>& no_memory_gradient() {
   static RowMajorMatrix<Scalar> empty;
   return empty;
 }
-}  // namespace attention_detail
+}  // namespace detail
 
 // x: (batch * n, d_model), batch = lengths.size(); lengths[b] in [0, n];
 // buckets: (batch * n, n) int8 in [-1, num_buckets()) (synattn::bucketize or
@@ -47,7 +47,7 @@ template <class Scalar>
 struct SelfAttentionInput {
   Eigen::Ref<const RowMajorMatrix<Scalar>> x;
   const std::vector<int>& lengths;
-  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
+  Eigen::Ref<const BucketBlock> buckets = detail::no_buckets();
 };
 
 // Queries from x_q (batch * n_q, d_model), keys and values from memory
@@ -59,7 +59,7 @@ struct CrossAttentionInput {
   const std::vector<int>& lengths_q;
   Eigen::Ref<const RowMajorMatrix<Scalar>> memory;
   const std::vector<int>& lengths_kv;
-  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
+  Eigen::Ref<const BucketBlock> buckets = detail::no_buckets();
 };
 
 // Packed documents (bias/packed_buckets.hpp): x (batch * n, d_model), batch
@@ -78,7 +78,7 @@ struct PackedSelfAttentionInput {
 template <class Scalar>
 struct AttentionInputGradients {
   Eigen::Ref<RowMajorMatrix<Scalar>> dx;
-  Eigen::Ref<RowMajorMatrix<Scalar>> dmemory = attention_detail::no_memory_gradient<Scalar>();
+  Eigen::Ref<RowMajorMatrix<Scalar>> dmemory = detail::no_memory_gradient<Scalar>();
 };
 
 }  // namespace synattn

@@ -19,7 +19,7 @@
 #include "../matrix.hpp"
 
 namespace synattn {
-namespace attention_detail {
+namespace detail {
 
 // Query rows per row block of a packed sequence: whole sentences are grouped
 // while they fit (a longer sentence is cut). Small enough that a block's key
@@ -136,7 +136,7 @@ inline void fill_bucket_tile(std::int8_t* tile, const PackedBuckets& packed, con
   }
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_ATTENTION_KEY_WINDOWS_HPP

@@ -49,7 +49,7 @@ inline const char* to_string(AttentionPath p) noexcept {
   }
 }
 
-namespace attention_detail {
+namespace detail {
 
 // Above this many bytes of probabilities the automatic rule takes the fused
 // path: a memory rule. Measured (bench_attention path/, forward + backward
@@ -99,20 +99,20 @@ inline bool takes_fused_path(AttentionPath requested, bool mixing, double probab
   return p == AttentionPath::fused;
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 
 // The rule in words, for build_info(): "auto: fused above 16 MB of
 // probabilities, else materialized; talking heads always materialized", or
 // the path SYNATTN_ATTENTION_PATH forces.
 inline std::string path_rule_text() {
   try {
-    const AttentionPath env = attention_detail::environment_path();
+    const AttentionPath env = detail::environment_path();
     if (env != AttentionPath::automatic)
       return std::string(to_string(env)) + " (SYNATTN_ATTENTION_PATH; layers that set AttentionOptions::path keep it)";
   } catch (const Error&) {
     return "unknown (SYNATTN_ATTENTION_PATH holds a value other than fused, materialized or auto)";
   }
-  return "auto: fused above " + std::to_string(int(attention_detail::kFusedPathBytes / (1024 * 1024))) +
+  return "auto: fused above " + std::to_string(int(detail::kFusedPathBytes / (1024 * 1024))) +
          " MB of probabilities, else materialized; talking heads always materialized";
 }
 

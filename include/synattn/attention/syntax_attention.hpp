@@ -216,26 +216,26 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
 
   // Forward (implementation file).
   // `packed`: the pass reads packed documents (their row blocks are laid out here).
-  void prepare_cache(Cache& cache, AttentionKind kind, attention_detail::Pass pass, Index batch, Index n_q, Index n_kv,
+  void prepare_cache(Cache& cache, AttentionKind kind, detail::Pass pass, Index batch, Index n_q, Index n_kv,
                      const std::vector<int>& lengths_q, const std::vector<int>& lengths_kv,
                      const PackedBuckets* packed = nullptr) const;
   // Arms (or disarms) the cache's dropout for the next forward_core().
   void set_dropout(Cache& cache, const RandomStream* dropout_stream) const;
-  attention_detail::BlockGeometry geometry(const Cache& cache) const;
+  detail::BlockGeometry geometry(const Cache& cache) const;
   // x_kv is null for self-attention; a training pass keeps P for backward().
   // `packed` (then buckets is 0 x 0): packed documents.
   void forward_core(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
                     const Eigen::Ref<const Matrix>* x_kv, const Eigen::Ref<const BucketBlock>& buckets,
-                    attention_detail::Pass pass, Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
+                    detail::Pass pass, Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
   // forward_core() of a training pass, then the cache stamped as filled.
   void training_forward(const char* fn, Cache& cache, const Eigen::Ref<const Matrix>& x_q,
                         const Eigen::Ref<const Matrix>* x_kv, const Eigen::Ref<const BucketBlock>& buckets,
                         Eigen::Ref<Matrix> out, const PackedBuckets* packed = nullptr) const;
   void project_inputs(Cache& cache, const Eigen::Ref<const Matrix>& x_q, const Eigen::Ref<const Matrix>* x_kv) const;
-  void attend_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g,
+  void attend_row_blocks(Cache& cache, const detail::BlockGeometry& g,
                          const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table,
-                         attention_detail::Pass pass, const PackedBuckets* packed) const;
-  void attend_mixed(Cache& cache, const attention_detail::BlockGeometry& g,
+                         detail::Pass pass, const PackedBuckets* packed) const;
+  void attend_mixed(Cache& cache, const detail::BlockGeometry& g,
                     const Eigen::Ref<const BucketBlock>& buckets, const BiasTerms<Scalar>* table) const;
   void project_output(const Cache& cache, Eigen::Ref<Matrix> out) const;
 
@@ -252,11 +252,11 @@ class SyntaxBiasedAttention : public ParameterAccess<SyntaxBiasedAttention<Scala
                      const GradientTarget& gradients) const;
   void output_projection_backward(Cache& cache, const Eigen::Ref<const Matrix>& dout,
                                   const GradientTarget& gradients) const;
-  void attend_backward_row_blocks(Cache& cache, const attention_detail::BlockGeometry& g) const;
-  void attend_backward_mixed(Cache& cache, const attention_detail::BlockGeometry& g) const;
+  void attend_backward_row_blocks(Cache& cache, const detail::BlockGeometry& g) const;
+  void attend_backward_mixed(Cache& cache, const detail::BlockGeometry& g) const;
   // Writes dinput.dx, and dinput.dmemory for a cross-attention cache.
   void input_projection_backward(Cache& cache, const InputGradients& dinput, const GradientTarget& gradients) const;
-  void reduce_partials(const Cache& cache, const attention_detail::BlockGeometry& g,
+  void reduce_partials(const Cache& cache, const detail::BlockGeometry& g,
                        const GradientTarget& gradients) const;
   // True when backward() accumulates bucket histograms (a learnable table,
   // scale or view weights).

@@ -36,7 +36,7 @@ namespace synattn {
 template <class Scalar>
 SyntaxBiasedAttention<Scalar>::SyntaxBiasedAttention(const AttentionOptions& options) : options_(options) {
   options_.validate();
-  attention_detail::validate_options_for<Scalar>(options_, attention_detail::scalar_name<Scalar>());
+  detail::validate_options_for<Scalar>(options_, detail::scalar_name<Scalar>());
   simd_notice();  // once per process: when this build leaves the CPU unused (kernels/simd_notice.hpp)
   const Index h = options_.heads, d = options_.d_model;
   dk_ = options_.resolved_key_size();
@@ -147,7 +147,7 @@ AttentionFingerprint SyntaxBiasedAttention<Scalar>::fingerprint(AttentionKind ki
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& c, const Eigen::Ref<const Matrix>& dout,
                                                    const InputGradients& dinput, Index gradient_size) const {
-  using attention_detail::error_prefix;
+  using detail::error_prefix;
   if (c.inference_)
     throw Error(error_prefix(fn) + "the cache was last used by infer(), which keeps nothing to differentiate; "
                                    "call forward() before backward()");
@@ -161,12 +161,12 @@ void SyntaxBiasedAttention<Scalar>::check_backward(const char* fn, const Cache& 
   // Same shape is not enough: another layer's cache holds its Q, K and V, and
   // a used one would add its gradients a second time.
   c.stamp_.check(fn, identity_);
-  attention_detail::check_shape(fn, "dout", dout.rows(), dout.cols(), c.batch_ * c.n_q_, options_.d_model);
-  if (options_.check_finite) attention_detail::check_finite_tokens<Scalar>(fn, "dout", dout, c.n_q_);
-  attention_detail::check_shape(fn, c.cross_ ? "dx (dL/dx_q)" : "dx", dinput.dx.rows(), dinput.dx.cols(),
+  detail::check_shape(fn, "dout", dout.rows(), dout.cols(), c.batch_ * c.n_q_, options_.d_model);
+  if (options_.check_finite) detail::check_finite_tokens<Scalar>(fn, "dout", dout, c.n_q_);
+  detail::check_shape(fn, c.cross_ ? "dx (dL/dx_q)" : "dx", dinput.dx.rows(), dinput.dx.cols(),
                                 c.batch_ * c.n_q_, options_.d_model);
   if (c.cross_)
-    attention_detail::check_shape(fn, "dmemory", dinput.dmemory.rows(), dinput.dmemory.cols(), c.batch_ * c.n_kv_,
+    detail::check_shape(fn, "dmemory", dinput.dmemory.rows(), dinput.dmemory.cols(), c.batch_ * c.n_kv_,
                                   dm_kv_);
   else if (dinput.dmemory.size() != 0)
     throw Error(error_prefix(fn) + "the cache holds a self-attention pass, which has no memory; leave dmemory out");
@@ -181,7 +181,7 @@ template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_buckets_given(const char* fn, const Eigen::Ref<const BucketBlock>& buckets,
                                                         Index query_rows) const {
   if (options_.syntax_bias && query_rows > 0 && buckets.rows() == 0 && buckets.cols() == 0)
-    throw Error(attention_detail::error_prefix(fn) +
+    throw Error(detail::error_prefix(fn) +
                 "the layer has a syntax bias; pass the bucket block ({x, lengths, buckets}, from make_bucket_batch or "
                 "bucketize)");
 }
@@ -189,7 +189,7 @@ void SyntaxBiasedAttention<Scalar>::check_buckets_given(const char* fn, const Ei
 template <class Scalar>
 Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInput& in, Index out_rows,
                                                   Index out_cols) const {
-  using namespace attention_detail;
+  using namespace detail;
   check_self_memory(fn);
   check_buckets_given(fn, in.buckets, in.x.rows());
   if (options_.syntax_bias) check_length_count(fn, "lengths", in.lengths.size(), "x", in.x.rows(), in.buckets.cols());
@@ -203,7 +203,7 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const SelfInpu
 template <class Scalar>
 std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const CrossInput& in,
                                                                     Index out_rows, Index out_cols) const {
-  using namespace attention_detail;
+  using namespace detail;
   if (options_.causal)
     throw Error(error_prefix(fn) + "causal masking is defined for self-attention only (options.causal is set)");
   check_buckets_given(fn, in.buckets, in.x_q.rows());
@@ -230,7 +230,7 @@ std::pair<Index, Index> SyntaxBiasedAttention<Scalar>::check_inputs(const char* 
 template <class Scalar>
 Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const PackedInput& in, Index out_rows,
                                                   Index out_cols) const {
-  using namespace attention_detail;
+  using namespace detail;
   const std::string where = error_prefix(fn) + "packed documents ";
   check_self_memory(fn);
   // The sentence window masks through the bias's -inf slot, one view's.
@@ -257,7 +257,7 @@ Index SyntaxBiasedAttention<Scalar>::check_inputs(const char* fn, const PackedIn
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_self_memory(const char* fn) const {
   if (dm_kv_ != options_.d_model)
-    throw Error(attention_detail::error_prefix(fn) +
+    throw Error(detail::error_prefix(fn) +
                 "self-attention needs memory_size == d_model (the layer has memory_size " + std::to_string(dm_kv_) +
                 ", d_model " + std::to_string(options_.d_model) + ")");
 }
@@ -266,18 +266,18 @@ template <class Scalar>
 Index SyntaxBiasedAttention<Scalar>::check_self_tokens(const char* fn, const Eigen::Ref<const Matrix>& x,
                                                        const char* lengths_name, const std::vector<int>& lengths,
                                                        Index batch) const {
-  const Index n = attention_detail::check_tokens(fn, "x", x.rows(), x.cols(), batch, options_.d_model);
-  attention_detail::check_lengths(fn, lengths_name, lengths, n);
+  const Index n = detail::check_tokens(fn, "x", x.rows(), x.cols(), batch, options_.d_model);
+  detail::check_lengths(fn, lengths_name, lengths, n);
   return n;
 }
 
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::check_self_output(const char* fn, const Eigen::Ref<const Matrix>& x, Index n,
                                                       Index batch, Index out_rows, Index out_cols) const {
-  attention_detail::check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
+  detail::check_shape(fn, "out", out_rows, out_cols, batch * n, options_.d_model);
   if (options_.check_finite) {
-    attention_detail::check_finite_tokens<Scalar>(fn, "x", x, n);
-    attention_detail::check_finite_parameters<Scalar>(fn, store_);
+    detail::check_finite_tokens<Scalar>(fn, "x", x, n);
+    detail::check_finite_parameters<Scalar>(fn, store_);
   }
 }
 
@@ -292,7 +292,7 @@ void SyntaxBiasedAttention<Scalar>::forward(const SelfInput& in, Cache& cache, E
                                             const RandomStream* dropout) const {
   const char* fn = "SyntaxBiasedAttention::forward";
   const Index n = check_inputs(fn, in, out.rows(), out.cols());
-  prepare_cache(cache, AttentionKind::self, attention_detail::Pass::training, static_cast<Index>(in.lengths.size()),
+  prepare_cache(cache, AttentionKind::self, detail::Pass::training, static_cast<Index>(in.lengths.size()),
                 n, n, in.lengths, in.lengths);
   set_dropout(cache, dropout);
   cache.x_q_ = in.x;
@@ -305,7 +305,7 @@ void SyntaxBiasedAttention<Scalar>::forward(const CrossInput& in, Cache& cache, 
                                             const RandomStream* dropout) const {
   const char* fn = "SyntaxBiasedAttention::forward";
   const auto [n_q, n_kv] = check_inputs(fn, in, out.rows(), out.cols());
-  prepare_cache(cache, AttentionKind::cross, attention_detail::Pass::training,
+  prepare_cache(cache, AttentionKind::cross, detail::Pass::training,
                 static_cast<Index>(in.lengths_q.size()), n_q, n_kv, in.lengths_q, in.lengths_kv);
   set_dropout(cache, dropout);
   cache.x_q_ = in.x_q;
@@ -322,12 +322,12 @@ void SyntaxBiasedAttention<Scalar>::forward(const PackedInput& in, Cache& cache,
   const char* fn = "SyntaxBiasedAttention::forward";
   const Index n = check_inputs(fn, in, out.rows(), out.cols());
   const std::vector<int> lengths = in.buckets.lengths();  // prepare_cache copies them; `in` may alias the cache's
-  prepare_cache(cache, AttentionKind::self, attention_detail::Pass::training, in.buckets.sequences(), n, n, lengths,
+  prepare_cache(cache, AttentionKind::self, detail::Pass::training, in.buckets.sequences(), n, n, lengths,
                 lengths, &in.buckets);
   set_dropout(cache, dropout);
   cache.x_q_ = in.x;
   if (&cache.packed_ != &in.buckets) cache.packed_ = in.buckets;
-  training_forward(fn, cache, in.x, nullptr, attention_detail::no_buckets(), out, &cache.packed_);
+  training_forward(fn, cache, in.x, nullptr, detail::no_buckets(), out, &cache.packed_);
 }
 
 // The last step of every forward(): the pass, then the cache marked as
@@ -337,7 +337,7 @@ void SyntaxBiasedAttention<Scalar>::training_forward(const char* fn, Cache& cach
                                                      const Eigen::Ref<const Matrix>* x_kv,
                                                      const Eigen::Ref<const BucketBlock>& buckets,
                                                      Eigen::Ref<Matrix> out, const PackedBuckets* packed) const {
-  forward_core(fn, cache, x_q, x_kv, buckets, attention_detail::Pass::training, out, packed);
+  forward_core(fn, cache, x_q, x_kv, buckets, detail::Pass::training, out, packed);
   cache.filled_ = true;
   cache.stamp_.stamp(identity_);
 }
@@ -347,9 +347,9 @@ void SyntaxBiasedAttention<Scalar>::infer(const PackedInput& in, Cache& workspac
   const char* fn = "SyntaxBiasedAttention::infer";
   const Index n = check_inputs(fn, in, out.rows(), out.cols());
   const std::vector<int> lengths = in.buckets.lengths();
-  prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference, in.buckets.sequences(), n, n,
+  prepare_cache(workspace, AttentionKind::self, detail::Pass::inference, in.buckets.sequences(), n, n,
                 lengths, lengths, &in.buckets);
-  forward_core(fn, workspace, in.x, nullptr, attention_detail::no_buckets(), attention_detail::Pass::inference, out,
+  forward_core(fn, workspace, in.x, nullptr, detail::no_buckets(), detail::Pass::inference, out,
                &in.buckets);
 }
 
@@ -357,18 +357,18 @@ template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::infer(const SelfInput& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::infer";
   const Index n = check_inputs(fn, in, out.rows(), out.cols());
-  prepare_cache(workspace, AttentionKind::self, attention_detail::Pass::inference,
+  prepare_cache(workspace, AttentionKind::self, detail::Pass::inference,
                 static_cast<Index>(in.lengths.size()), n, n, in.lengths, in.lengths);
-  forward_core(fn, workspace, in.x, nullptr, in.buckets, attention_detail::Pass::inference, out);
+  forward_core(fn, workspace, in.x, nullptr, in.buckets, detail::Pass::inference, out);
 }
 
 template <class Scalar>
 void SyntaxBiasedAttention<Scalar>::infer(const CrossInput& in, Cache& workspace, Eigen::Ref<Matrix> out) const {
   const char* fn = "SyntaxBiasedAttention::infer";
   const auto [n_q, n_kv] = check_inputs(fn, in, out.rows(), out.cols());
-  prepare_cache(workspace, AttentionKind::cross, attention_detail::Pass::inference,
+  prepare_cache(workspace, AttentionKind::cross, detail::Pass::inference,
                 static_cast<Index>(in.lengths_q.size()), n_q, n_kv, in.lengths_q, in.lengths_kv);
-  forward_core(fn, workspace, in.x_q, &in.memory, in.buckets, attention_detail::Pass::inference, out);
+  forward_core(fn, workspace, in.x_q, &in.memory, in.buckets, detail::Pass::inference, out);
 }
 
 

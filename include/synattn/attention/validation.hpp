@@ -26,7 +26,7 @@
 #include "options.hpp"
 
 namespace synattn {
-namespace attention_detail {
+namespace detail {
 
 // "fn: ", the start of every message.
 inline std::string error_prefix(const char* fn) { return std::string(fn) + ": "; }
@@ -350,7 +350,7 @@ void validate_options_for(const AttentionOptions& o, const char* type_name) {
   }
 }
 
-}  // namespace attention_detail
+}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_ATTENTION_VALIDATION_HPP

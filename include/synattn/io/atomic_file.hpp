@@ -33,8 +33,7 @@
 
 namespace synattn {
 
-namespace atomic_file_detail {
-using output_path_detail::folder_of;  // one rule for a path's folder (io/output_path.hpp)
+namespace detail {
 // A name no other writer picks: the process id, a per-process counter and
 // the clock's nanoseconds (O_EXCL below still refuses any collision).
 inline std::string unique_suffix() {
@@ -84,14 +83,14 @@ inline void write_directly(const OutputTarget& target, std::initializer_list<std
   }
   if (::close(fd) != 0) throw RuntimeError(fail + "closing failed: " + std::strerror(errno));
 }
-}  // namespace atomic_file_detail
+}  // namespace detail
 
 // Replaces `path` by the concatenation of `pieces` atomically (see the top),
 // without joining them in memory first (a header and an array's data, say).
 // `who` names the caller in messages ("save_safetensors").
 inline void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> pieces,
                                   const std::string& who) {
-  namespace d = atomic_file_detail;
+  namespace d = detail;
   const std::string fail = who + ": cannot write '" + path + "': ";
   const OutputTarget target = resolve_output_path(path, who);
   if (target.kind == OutputKind::StandardOutput || target.kind == OutputKind::Stream) {

@@ -53,7 +53,7 @@
 namespace synattn {
 namespace text {
 
-namespace conllu_text_detail {
+namespace detail {
 
 // `s` (valid UTF-8) with each run of White_Space folded to one ' ' and none
 // at either end: the form in which "# text" and rebuilt text are compared.
@@ -249,11 +249,11 @@ inline std::string excerpt(std::string_view s, std::size_t at) {
   return synattn::detail::quote_field(s.substr(from));
 }
 
-}  // namespace conllu_text_detail
+}  // namespace detail
 
 // The CoNLL-U document in `in` (messages name `name`) with its text rebuilt.
 inline Document read_conllu_text(std::istream& in, const std::string& name) {
-  namespace d = conllu_text_detail;
+  namespace d = text::detail;
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw FormatError(name, 0, "read error (the input stream failed; is it a directory?)");
 

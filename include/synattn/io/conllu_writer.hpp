@@ -48,7 +48,7 @@
 namespace synattn {
 namespace text {
 
-namespace conllu_writer_detail {
+namespace detail {
 
 inline std::string field_or_none(const std::string& s) { return s.empty() ? std::string("_") : s; }
 
@@ -60,13 +60,13 @@ inline void check_field(const std::string& where, const char* what, const std::s
                   (c == '\t' ? "a tab" : "a line break") + " (CoNLL-U cannot hold it in one field)");
 }
 
-}  // namespace conllu_writer_detail
+}  // namespace detail
 
 // `doc` as CoNLL-U text; Error (naming the sentence and token) for what
 // CoNLL-U cannot hold.
 inline std::string to_conllu_text(const Document& doc) {
-  namespace d = conllu_text_detail;
-  namespace w = conllu_writer_detail;
+  namespace d = text::detail;
+  namespace w = text::detail;
   const std::string& text = doc.text;
   {
     std::size_t at = 0;

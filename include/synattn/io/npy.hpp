@@ -103,7 +103,7 @@ inline const char* npy_descr(NpyDType t) {
   return "?";
 }
 
-namespace npy_detail {
+namespace detail {
 
 template <class T>
 constexpr bool is_character_or_bool() {
@@ -112,7 +112,7 @@ constexpr bool is_character_or_bool() {
          std::is_same<T, char32_t>::value;
 }
 
-}  // namespace npy_detail
+}  // namespace detail
 
 // Whether T can be written as one of the NpyDType element types. Integers are
 // matched by size and signedness, so both `long` and `long long` are int64.
@@ -121,7 +121,7 @@ constexpr bool is_npy_scalar() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same<U, float>::value || std::is_same<U, double>::value) {
     return true;
-  } else if constexpr (std::is_integral<U>::value && !npy_detail::is_character_or_bool<U>()) {
+  } else if constexpr (std::is_integral<U>::value && !detail::is_character_or_bool<U>()) {
     return std::is_signed<U>::value
                ? (sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8)
                : sizeof(U) == 1;
@@ -145,7 +145,7 @@ constexpr NpyDType npy_dtype_of() {
   else return NpyDType::Int64;
 }
 
-namespace npy_detail {
+namespace detail {
 
 // The limit NumPy itself uses (kMaxArrayBytes, util/checked_size.hpp): the
 // product of the nonzero dimensions times the item size must fit in a signed
@@ -262,7 +262,7 @@ T convert_element(S v, std::size_t index, NpyDType from) {
   return static_cast<T>(v);
 }
 
-}  // namespace npy_detail
+}  // namespace detail
 
 // One .npy array: its dtype, shape and raw little-endian C-order bytes.
 class NpyArray {
@@ -296,7 +296,7 @@ class NpyArray {
   const unsigned char* bytes() const noexcept { return bytes_.data(); }
 
   // The elements in C order, each static_cast to T. Throws Error naming the
-  // element and its value when it is outside T's range (npy_detail::fits):
+  // element and its value when it is outside T's range (detail::fits):
   // no integer wraps around (int64 300 is not int8 44, uint8 255 is not
   // int8 -1), no finite float64 becomes inf in float32, and NaN or infinity
   // into an integer is refused. NaN and infinities into float types carry
@@ -349,7 +349,7 @@ class NpyArray {
     for (std::size_t i = 0; i < size_; ++i) {
       S v;
       std::memcpy(&v, p + i * sizeof(S), sizeof(S));
-      out[i] = npy_detail::convert_element<T>(v, i, dtype_);
+      out[i] = detail::convert_element<T>(v, i, dtype_);
     }
   }
 
@@ -359,7 +359,7 @@ class NpyArray {
   std::vector<unsigned char> bytes_;
 };
 
-namespace npy_detail {
+namespace detail {
 
 struct NpyHeader {
   std::string descr;
@@ -628,7 +628,7 @@ inline void write_file(const std::string& path, NpyDType dtype, const std::vecto
   write_file_atomically(path, {header, count > 0 ? body : std::string_view()}, "write_npy");
 }
 
-}  // namespace npy_detail
+}  // namespace detail
 
 // Reads one array from `in`, leaving the stream just after its data (so
 // several arrays written one after another can be read in turn). `name`
@@ -638,7 +638,7 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
   static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
   std::vector<unsigned char> buf;
-  std::size_t got = npy_detail::read_up_to(in, 6, buf);
+  std::size_t got = detail::read_up_to(in, 6, buf);
   // A stream that failed (a directory opened as a file, an I/O error) is not
   // an empty one.
   if (got == 0 && in.bad()) refuse("read error before the magic string (the stream failed)");
@@ -648,7 +648,7 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
     refuse("header truncated: expected the 6-byte magic string, found " + std::to_string(got) +
            " bytes");
 
-  got = npy_detail::read_up_to(in, 2, buf);
+  got = detail::read_up_to(in, 2, buf);
   if (got < 2) refuse("header truncated: expected the 2-byte format version after the magic string");
   const unsigned major = buf[0], minor = buf[1];
   if (major < 1 || major > 3 || minor != 0)
@@ -656,23 +656,23 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
            " (expected 1.0, 2.0 or 3.0)");
 
   const std::size_t length_bytes = major == 1 ? 2 : 4;
-  got = npy_detail::read_up_to(in, length_bytes, buf);
+  got = detail::read_up_to(in, length_bytes, buf);
   if (got < length_bytes)
     refuse("header truncated: expected a " + std::to_string(length_bytes) +
            "-byte header length, found " + std::to_string(got) + " bytes");
   std::size_t header_length = 0;
   for (std::size_t b = 0; b < length_bytes; ++b) header_length |= std::size_t(buf[b]) << (8 * b);
 
-  got = npy_detail::read_up_to(in, header_length, buf);
+  got = detail::read_up_to(in, header_length, buf);
   if (got < header_length)
     refuse("header truncated: expected " + std::to_string(header_length) + " bytes, found " +
            std::to_string(got));
   // Versions 1.0/2.0 are latin-1 and 3.0 is UTF-8; the parser accepts only
   // ASCII, which all three encode identically.
   const std::string text(buf.begin(), buf.end());
-  const npy_detail::NpyHeader header = npy_detail::HeaderParser(text, name).parse();
+  const detail::NpyHeader header = detail::HeaderParser(text, name).parse();
 
-  const NpyDType dtype = npy_detail::parse_descr(header.descr, name);
+  const NpyDType dtype = detail::parse_descr(header.descr, name);
   if (header.fortran_order) refuse("Fortran-order arrays are not supported");
   std::size_t count = 0;
   if (!checked_shape_elements(header.shape, npy_itemsize(dtype), count))
@@ -681,7 +681,7 @@ inline NpyArray read_npy(std::istream& in, const std::string& name) {
 
   const std::size_t nbytes = count * npy_itemsize(dtype);
   std::vector<unsigned char> data;
-  got = npy_detail::read_up_to(in, nbytes, data);
+  got = detail::read_up_to(in, nbytes, data);
   if (got < nbytes)
     refuse("data truncated: expected " + std::to_string(nbytes) + " bytes, found " +
            std::to_string(got));
@@ -702,22 +702,22 @@ inline NpyArray read_npy(const std::string& path) {
 // Writes a C-order array of shape `shape` whose elements start at `data`.
 template <class T>
 void write_npy(std::ostream& out, const T* data, const std::vector<std::size_t>& shape) {
-  npy_detail::write_raw(out, "<stream>", npy_dtype_of<T>(), shape, data);
+  detail::write_raw(out, "<stream>", npy_dtype_of<T>(), shape, data);
 }
 
 // Writes the array to the file `path`, atomically: on failure the previous
 // file is left as it was.
 template <class T>
 void write_npy(const std::string& path, const T* data, const std::vector<std::size_t>& shape) {
-  npy_detail::write_file(path, npy_dtype_of<T>(), shape, data);
+  detail::write_file(path, npy_dtype_of<T>(), shape, data);
 }
 
 inline void write_npy(std::ostream& out, const NpyArray& array) {
-  npy_detail::write_raw(out, "<stream>", array.dtype(), array.shape(), array.bytes());
+  detail::write_raw(out, "<stream>", array.dtype(), array.shape(), array.bytes());
 }
 
 inline void write_npy(const std::string& path, const NpyArray& array) {
-  npy_detail::write_file(path, array.dtype(), array.shape(), array.bytes());
+  detail::write_file(path, array.dtype(), array.shape(), array.bytes());
 }
 
 // Writes a matrix or array expression as a 2-D (rows, cols) array in C order,

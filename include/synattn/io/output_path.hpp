@@ -50,7 +50,7 @@ struct OutputTarget {
   std::string path;  // the file to write: a symlink's final target, the path itself otherwise ("-" for stdout)
 };
 
-namespace output_path_detail {
+namespace detail {
 inline std::string folder_of(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -63,12 +63,12 @@ inline bool descriptor_path(const std::string& p) {
   if (p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/stdin" || starts_with(p, "/dev/fd/")) return true;
   return starts_with(p, "/proc/") && p.find("/fd/") != std::string::npos;
 }
-}  // namespace output_path_detail
+}  // namespace detail
 
 // How `path` is to be written (see the top); RuntimeError "WHO: cannot write
 // 'PATH': reason" for what is refused. Writes nothing.
 inline OutputTarget resolve_output_path(const std::string& path, const std::string& who) {
-  namespace d = output_path_detail;
+  namespace d = detail;
   const auto refuse = [&](const std::string& why) -> OutputTarget {
     throw RuntimeError(who + ": cannot write '" + path + "': " + why);
   };

@@ -249,7 +249,7 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;  // "__metadata__"
 };
 
-namespace safetensors_detail {
+namespace detail {
 
 // The reference implementation's limit (safetensors/src/tensor.rs).
 constexpr std::uint64_t max_header_bytes = 100000000;
@@ -357,13 +357,13 @@ class HeaderSax {
   int depth_ = 0;
 };
 
-}  // namespace safetensors_detail
+}  // namespace detail
 
 // The file's bytes. Throws synattn::Error for a tensor whose byte count does
 // not match dtype x shape, or a name that is not valid UTF-8.
 inline std::string serialize_safetensors(const SafetensorsFile& file) {
   using nlohmann::json;
-  namespace d = safetensors_detail;
+  namespace d = detail;
   std::vector<const std::pair<const std::string, SafeTensor>*> order;
   for (const auto& kv : file.tensors) {
     std::uint64_t want = 0;
@@ -410,7 +410,7 @@ inline std::string serialize_safetensors(const SafetensorsFile& file) {
 // Parses a whole safetensors file held in memory; `source` names it in errors.
 inline SafetensorsFile parse_safetensors(const void* data, std::size_t size, const std::string& source = "<memory>") {
   using nlohmann::json;
-  namespace d = safetensors_detail;
+  namespace d = detail;
   const auto fail = [&](const std::string& reason) { return FormatError(source, 0, reason); };
   const unsigned char* bytes = static_cast<const unsigned char*>(data);
   if (size < 8)

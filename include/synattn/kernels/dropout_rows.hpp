@@ -20,11 +20,11 @@
 namespace synattn {
 namespace kernels {
 
-namespace dropout_detail {
+namespace detail {
 // The unsigned integer as wide as Scalar.
 template <class Scalar>
 using Bits = typename std::conditional<sizeof(Scalar) == 4, std::uint32_t, std::uint64_t>::type;
-}  // namespace dropout_detail
+}  // namespace detail
 
 // dst[j] = kept(j) ? src[j] * scale : +0 for j < cols, where element j is
 // kept iff stream.keep(first + j, threshold); dst may be src (in place).
@@ -36,7 +36,7 @@ using Bits = typename std::conditional<sizeof(Scalar) == 4, std::uint32_t, std::
 template <class Scalar>
 inline void dropout_row(Scalar* dst, const Scalar* src, Index cols, const RandomStream& stream, std::uint64_t first,
                         std::uint32_t threshold, Scalar scale) noexcept {
-  using Bits = dropout_detail::Bits<Scalar>;
+  using Bits = kernels::detail::Bits<Scalar>;
   static_assert(sizeof(Bits) == sizeof(Scalar), "a mask as wide as the scalar");
   for (Index j = 0; j < cols; ++j) {
     const Bits mask = Bits(0) - static_cast<Bits>(stream.keep(first + static_cast<std::uint64_t>(j), threshold));

@@ -13,7 +13,7 @@
 
 namespace synattn {
 namespace kernels {
-namespace gemm_detail {
+namespace detail {
 
 inline constexpr Index round_up(Index x, Index to) noexcept { return (x + to - 1) / to * to; }
 
@@ -60,7 +60,7 @@ inline Scalar* gemm_workspace(Index size) {
   return buffer.reserve(size);
 }
 
-}  // namespace gemm_detail
+}  // namespace detail
 }  // namespace kernels
 }  // namespace synattn
 

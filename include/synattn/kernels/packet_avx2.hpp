@@ -74,7 +74,7 @@ namespace synattn {
 namespace kernels {
 namespace avx2 {
 
-using namespace gemm_detail;
+using namespace kernels::detail;
 
 template <class Scalar>
 struct Packet;

@@ -56,7 +56,7 @@ namespace synattn {
 namespace kernels {
 namespace avx512 {
 
-using namespace gemm_detail;
+using namespace kernels::detail;
 
 template <class Scalar>
 struct Packet;

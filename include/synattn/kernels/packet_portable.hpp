@@ -21,7 +21,7 @@ namespace synattn {
 namespace kernels {
 namespace portable {
 
-using namespace gemm_detail;
+using namespace kernels::detail;
 
 template <class S>
 struct Packet {

@@ -40,7 +40,7 @@ struct DistillationWeights {
   Eigen::VectorXd soft;  // per row: weight of T^2 KL(q || p_T)
 };
 
-namespace distillation_detail {
+namespace detail {
 
 inline void check_temperature(const char* fn, double temperature) {
   if (!(temperature > 0) || !std::isfinite(temperature))
@@ -57,7 +57,7 @@ double log_sum_exp(const Row& row, double inv_t, double& max_scaled) {
   return max_scaled + std::log(z);
 }
 
-}  // namespace distillation_detail
+}  // namespace detail
 
 // The teacher's softened distribution q = softmax(logits / T) of each real
 // row (zeros on padding rows), as distillation_loss() reads them. Refuses
@@ -67,7 +67,7 @@ template <class Scalar>
 RowMajorMatrix<Scalar> soft_targets(const Eigen::Ref<const RowMajorMatrix<Scalar>>& logits,
                                     const std::vector<int>& lengths, double temperature) {
   const char* fn = "soft_targets";
-  distillation_detail::check_temperature(fn, temperature);
+  nn::detail::check_temperature(fn, temperature);
   const Index n = tokens_per_sequence(fn, "logits", logits.rows(), lengths);
   RowMajorMatrix<Scalar> q = RowMajorMatrix<Scalar>::Zero(logits.rows(), logits.cols());
   const double inv_t = 1.0 / temperature;
@@ -77,7 +77,7 @@ RowMajorMatrix<Scalar> soft_targets(const Eigen::Ref<const RowMajorMatrix<Scalar
     if (!row.allFinite())
       throw Error(std::string(fn) + ": the teacher's logits row " + std::to_string(t) + " is not finite");
     double max_scaled = 0;
-    const double lse = distillation_detail::log_sum_exp(row, inv_t, max_scaled);
+    const double lse = nn::detail::log_sum_exp(row, inv_t, max_scaled);
     for (Index c = 0; c < logits.cols(); ++c)
       q(t, c) = static_cast<Scalar>(std::exp(static_cast<double>(row[c]) * inv_t - lse));
   }
@@ -97,7 +97,7 @@ LossResult distillation_loss(const Eigen::Ref<const RowMajorMatrix<Scalar>>& log
                              double normaliser, RowMajorMatrix<Scalar>* dlogits,
                              std::int32_t ignore_label = kIgnoreLabel) {
   const char* fn = "distillation_loss";
-  distillation_detail::check_temperature(fn, temperature);
+  nn::detail::check_temperature(fn, temperature);
   const Index tokens = logits.rows(), C = logits.cols();
   const auto rows_text = [](Index r) { return std::to_string(r); };
   if (labels.size() != tokens || targets.rows() != tokens || targets.cols() != C ||
@@ -143,8 +143,8 @@ LossResult distillation_loss(const Eigen::Ref<const RowMajorMatrix<Scalar>>& log
     if (!(g > 0 || s > 0)) continue;
     const auto row = logits.row(t);
     double m1 = 0, mT = 0;
-    const double lse1 = distillation_detail::log_sum_exp(row, 1.0, m1);
-    const double lseT = distillation_detail::log_sum_exp(row, inv_t, mT);
+    const double lse1 = nn::detail::log_sum_exp(row, 1.0, m1);
+    const double lseT = nn::detail::log_sum_exp(row, inv_t, mT);
     if (g > 0) r.sum += g * (lse1 - static_cast<double>(row[labels[t]]));
     if (s > 0) {
       double kl = 0;  // sum q (log q - log p_T), 0 log 0 = 0

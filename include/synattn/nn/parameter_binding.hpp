@@ -25,19 +25,19 @@
 namespace synattn {
 namespace nn {
 
-namespace binding_detail {
+namespace detail {
 inline std::string root_name(const std::string& prefix, const std::string& shared, const std::string& name) {
   if (!shared.empty() && (name == "table" || name == "scale")) return shared + name;
   return prefix + name;
 }
-}  // namespace binding_detail
+}  // namespace detail
 
 template <class Scalar, class Visit>
 void rebind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
   visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
     std::vector<Scalar*> values, gradients;
     for (int i = 0; i < store.count(); ++i) {
-      const int id = root.id(binding_detail::root_name(prefix, shared, store.info(i).name));
+      const int id = root.id(nn::detail::root_name(prefix, shared, store.info(i).name));
       values.push_back(root.value_data(id));
       gradients.push_back(root.gradient_data(id));
     }
@@ -54,7 +54,7 @@ void bind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
   std::vector<bool> copied;
   visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
     for (const ParameterInfo& p : store.infos()) {
-      const std::string name = binding_detail::root_name(prefix, shared, p.name);
+      const std::string name = nn::detail::root_name(prefix, shared, p.name);
       const int id = root.find(name);
       if (id < 0) {
         root.add(name, p.rows, p.cols, p.trainable);
@@ -68,7 +68,7 @@ void bind_parameters(ParameterStore<Scalar>& root, Visit&& visit) {
   copied.assign(static_cast<std::size_t>(root.count()), false);
   visit([&](const std::string& prefix, ParameterStore<Scalar>& store, const std::string& shared) {
     for (int i = 0; i < store.count(); ++i) {
-      const int id = root.id(binding_detail::root_name(prefix, shared, store.info(i).name));
+      const int id = root.id(nn::detail::root_name(prefix, shared, store.info(i).name));
       if (!copied[static_cast<std::size_t>(id)]) {  // a shared parameter takes its first layer's values
         root.value(id) = store.value(i);
         copied[static_cast<std::size_t>(id)] = true;

@@ -149,7 +149,7 @@ struct TaggerOptions {
 struct TokenInput {
   Eigen::Ref<const IdVector> ids;
   const std::vector<int>& lengths;
-  Eigen::Ref<const BucketBlock> buckets = attention_detail::no_buckets();
+  Eigen::Ref<const BucketBlock> buckets = synattn::detail::no_buckets();
 };
 struct PackedTokenInput {
   Eigen::Ref<const IdVector> ids;

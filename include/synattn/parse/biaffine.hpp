@@ -42,13 +42,13 @@
 namespace synattn {
 namespace parse {
 
-namespace biaffine_detail {
+namespace detail {
 inline void check_shape(const char* fn, const char* name, Index rows, Index cols, Index want_rows, Index want_cols) {
   if (rows != want_rows || cols != want_cols)
     throw Error(std::string(fn) + ": " + name + " is " + shape_text(rows, cols) +
                 ", expected " + shape_text(want_rows, want_cols));
 }
-}  // namespace biaffine_detail
+}  // namespace detail
 
 // The arc scorer's input: dependent and head rows (B * m, d), m positions per sequence.
 template <class Scalar>
@@ -125,9 +125,9 @@ class ArcBiaffine {
     const Index m = c.m, rows = c.rows;
     const Matrix& dep = c.dep;
     const Matrix& head = c.head;
-    biaffine_detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), rows, m);
-    biaffine_detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), rows, d_);
-    biaffine_detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), rows, d_);
+    parse::detail::check_shape(fn, "dscores", dscores.rows(), dscores.cols(), rows, m);
+    parse::detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), rows, d_);
+    parse::detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), rows, d_);
     c.stamp.mark_used();
     const Index B = rows / m;
     const auto U = store_.value(weight_);
@@ -169,7 +169,7 @@ class ArcBiaffine {
     const Eigen::Ref<const Matrix>& head = in.head;
     const Index m = in.m;
     check_inputs(fn, dep, head, m);
-    biaffine_detail::check_shape(fn, "scores", scores.rows(), scores.cols(), dep.rows(), m);
+    parse::detail::check_shape(fn, "scores", scores.rows(), scores.cols(), dep.rows(), m);
     const Index B = dep.rows() / m;
     const auto U = store_.value(weight_);
     const auto u = store_.value(bias_);
@@ -196,8 +196,8 @@ class ArcBiaffine {
     if (m < 1 || dep.rows() % m != 0)
       throw Error(std::string(fn) + ": m = " + std::to_string(m) + " must be >= 1 and divide the " +
                   std::to_string(dep.rows()) + " rows of dep");
-    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), dep.rows(), d_);
-    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), dep.rows(), d_);
+    parse::detail::check_shape(fn, "dep", dep.rows(), dep.cols(), dep.rows(), d_);
+    parse::detail::check_shape(fn, "head", head.rows(), head.cols(), dep.rows(), d_);
   }
 
   int d_ = 0;
@@ -272,9 +272,9 @@ class LabelBiaffine {
     const char* fn = "LabelBiaffine::backward";
     c.stamp.check(fn, identity_);
     const Index T = c.dep1.rows(), d1 = d_ + 1;
-    biaffine_detail::check_shape(fn, "dlogits", dlogits.rows(), dlogits.cols(), T, labels_);
-    biaffine_detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), T, d_);
+    parse::detail::check_shape(fn, "dlogits", dlogits.rows(), dlogits.cols(), T, labels_);
+    parse::detail::check_shape(fn, "ddep", dinput.ddep.rows(), dinput.ddep.cols(), T, d_);
+    parse::detail::check_shape(fn, "dhead", dinput.dhead.rows(), dinput.dhead.cols(), T, d_);
     c.stamp.mark_used();
     c.dprojected.resize(T, Index(labels_) * d1);
     auto dhead = dinput.dhead;
@@ -307,9 +307,9 @@ class LabelBiaffine {
   Index prepare(const char* fn, const Eigen::Ref<const Matrix>& dep, const Eigen::Ref<const Matrix>& head,
                 const Eigen::Ref<Matrix>& logits, Cache& c) const {
     const Index T = dep.rows();
-    biaffine_detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
-    biaffine_detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
+    parse::detail::check_shape(fn, "dep", dep.rows(), dep.cols(), T, d_);
+    parse::detail::check_shape(fn, "head", head.rows(), head.cols(), T, d_);
+    parse::detail::check_shape(fn, "logits", logits.rows(), logits.cols(), T, labels_);
     append_one(dep, c.dep1);
     append_one(head, c.head1);
     return T;

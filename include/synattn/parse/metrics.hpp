@@ -192,7 +192,7 @@ inline AttachmentScores evaluate(const std::vector<ConlluSentence>& gold,
   return evaluate_by_length(gold, system, LengthBreakdown(std::vector<std::size_t>{})).total();
 }
 
-namespace metrics_detail {
+namespace detail {
 
 // Two decimals, '.' whatever the global locale.
 inline std::string percent_text(double value) {
@@ -204,12 +204,12 @@ inline std::string percent_text(double value) {
   return out.str();
 }
 
-}  // namespace metrics_detail
+}  // namespace detail
 
 // "UAS 91.23, LAS 88.10 (25147 words)".
 inline std::string format_scores(const AttachmentScores& scores) {
-  return "UAS " + metrics_detail::percent_text(scores.uas()) + ", LAS " +
-         metrics_detail::percent_text(scores.las()) + " (" + std::to_string(scores.words) +
+  return "UAS " + parse::detail::percent_text(scores.uas()) + ", LAS " +
+         parse::detail::percent_text(scores.las()) + " (" + std::to_string(scores.words) +
          " words)";
 }
 
@@ -224,8 +224,8 @@ inline std::string format_breakdown_markdown(const LengthBreakdown& breakdown) {
   const auto row = [](const std::string& label, long long sentences, const AttachmentScores& s) {
     const bool none = s.words == 0;
     return "| " + label + " | " + std::to_string(sentences) + " | " + std::to_string(s.words) +
-           " | " + (none ? "-" : metrics_detail::percent_text(s.uas())) + " | " +
-           (none ? "-" : metrics_detail::percent_text(s.las())) + " |\n";
+           " | " + (none ? "-" : parse::detail::percent_text(s.uas())) + " | " +
+           (none ? "-" : parse::detail::percent_text(s.las())) + " |\n";
   };
   std::string out = "| sentence length | sentences | words | UAS | LAS |\n|:--|--:|--:|--:|--:|\n";
   for (const LengthBucket& b : breakdown.buckets) out += row(b.label(), b.sentences, b.scores);

@@ -82,9 +82,9 @@ inline ParserOptions options_from_json(const std::string& text) {
   ParserOptions o;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    // Integers are checked for type and range (json_detail::checked_integer).
+    // Integers are checked for type and range (parse::detail::checked_integer).
     const auto integer = [&j](const char* key, auto& out) {
-      out = json_detail::checked_integer<std::decay_t<decltype(out)>>(j.at(key), std::string("parser options: ") + key);
+      out = parse::detail::checked_integer<std::decay_t<decltype(out)>>(j.at(key), std::string("parser options: ") + key);
     };
     integer("num_words", o.num_words);
     integer("num_chars", o.num_chars);
@@ -138,7 +138,7 @@ inline void check_options_fit_tensors(const std::string& path, const ParserOptio
     ParameterInfo p;
     p.rows = static_cast<Index>(rows);
     p.cols = static_cast<Index>(cols);
-    if (it != file.tensors.end() && rows >= 1 && cols >= 1 && checkpoint_detail::shape_accepted(p, it->second.shape))
+    if (it != file.tensors.end() && rows >= 1 && cols >= 1 && synattn::detail::shape_accepted(p, it->second.shape))
       return;
     throw FormatError(
         path, 0,

@@ -42,7 +42,7 @@ constexpr std::int32_t kWordPadding = 0, kWordUnknown = 1, kWordRoot = 2;
 constexpr std::int32_t kCharPadding = 0, kCharUnknown = 1, kCharBegin = 2, kCharEnd = 3, kCharRoot = 4;
 constexpr int kReservedWords = 3, kReservedChars = 5;
 
-namespace json_detail {
+namespace detail {
 
 // `v` as an integer of type T in [lo, hi] (default: T's range), or Error
 // "WHAT is 'V', expected an integer in [lo, hi]": nlohmann's own get<T>()
@@ -78,7 +78,7 @@ std::vector<T> checked_integers(const nlohmann::json& v, const std::string& what
   return out;
 }
 
-}  // namespace json_detail
+}  // namespace detail
 
 // Decodes UTF-8 into code points; an invalid byte becomes U+FFFD, so any
 // byte string has a character sequence (the readers reject bad UTF-8 where
@@ -186,8 +186,8 @@ class ParserVocabulary {
     try {
       const nlohmann::json j = nlohmann::json::parse(text);
       v.words_ = j.at("words").get<std::vector<std::string>>();
-      v.word_counts_ = json_detail::checked_integers<long long>(j.at("word_counts"), "parser vocabulary: word_counts");
-      v.chars_ = json_detail::checked_integers<std::uint32_t>(j.at("chars"), "parser vocabulary: chars");
+      v.word_counts_ = parse::detail::checked_integers<long long>(j.at("word_counts"), "parser vocabulary: word_counts");
+      v.chars_ = parse::detail::checked_integers<std::uint32_t>(j.at("chars"), "parser vocabulary: chars");
       v.upos_ = j.at("upos").get<std::vector<std::string>>();
       v.labels_ = j.at("labels").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {

@@ -46,7 +46,7 @@ namespace synattn::parse {
 // One sentence a line: the parser's limit (parse/sentence_length.hpp).
 inline constexpr std::size_t kMaxTokensPerLine = kMaxSentenceWords;
 
-namespace token_text_detail {
+namespace detail {
 
 // UTF-8 is checked in one place for the whole library (text/utf8.hpp).
 using text::check_utf8;
@@ -71,7 +71,7 @@ inline void split_tokens(std::string_view line, std::vector<std::string>& out) {
   }
 }
 
-}  // namespace token_text_detail
+}  // namespace detail
 
 // Every sentence of token text `in`; messages name `file_name`. max_tokens
 // (at least 1) is the most tokens a line may hold.
@@ -93,7 +93,7 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
     }
     std::size_t at = 0;
     std::string why;
-    if (!token_text_detail::check_utf8(buf, at, why))
+    if (!parse::detail::check_utf8(buf, at, why))
       throw FormatError(file_name, line,
                        "invalid UTF-8 at byte " + std::to_string(at + shown) + ": " + why);
     for (std::size_t i = 0; i < buf.size(); ++i) {
@@ -104,12 +104,12 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
                              ": are the line ends CR-only? convert them to \\n or \\r\\n");
       if ((c < 0x20 && c != '\t') || c == 0x7F)
         throw FormatError(file_name, line,
-                         "control character " + token_text_detail::hex_byte(c) + " at byte " +
+                         "control character " + parse::detail::hex_byte(c) + " at byte " +
                              std::to_string(i + shown) +
                              " (only spaces and tabs separate tokens; other control characters "
                              "cannot be written to CoNLL-U)");
     }
-    const std::size_t count = token_text_detail::count_tokens(buf);
+    const std::size_t count = parse::detail::count_tokens(buf);
     if (count == 0) continue;  // blank: not a sentence
     if (count > max_tokens)
       throw FormatError(file_name, line,
@@ -117,7 +117,7 @@ inline ConlluDocument read_token_text(std::istream& in, const std::string& file_
                            std::to_string(max_tokens) +
                            " a line (one sentence a line: is this a paragraph, or a file "
                            "without line breaks?)");
-    token_text_detail::split_tokens(buf, tokens);
+    parse::detail::split_tokens(buf, tokens);
     doc.append_sentence(std::to_string(doc.size() + 1), tokens, line);
   }
   if (in.bad())

@@ -78,12 +78,12 @@ struct Conll18Scores {
   Score tokens, sentences, words, upos, uas, las, clas;
 };
 
-namespace conll18_detail {
+namespace detail {
 
 // The code point at text[i], moving i past it; text/utf8.hpp does the
 // decoding, and a bad sequence is an error naming the side and the byte.
 inline char32_t decode_utf8(const std::string& text, std::size_t& i, const char* side) {
-  if (utf8_detail::sequence_at(text, i) <= 0)
+  if (text::detail::sequence_at(text, i) <= 0)
     throw Error(std::string("evaluate_conll18: the ") + side + " text is not UTF-8 at byte " + std::to_string(i));
   return next_code_point(text, i);
 }
@@ -137,7 +137,7 @@ inline Side load(const Document& doc, const char* side) {
       const CharSpan bytes = token.span.bytes;
       if (bytes.begin < 0 || bytes.end < bytes.begin || static_cast<std::size_t>(bytes.end) > doc.text.size() ||
           static_cast<std::size_t>(bytes.begin) < previous_end)
-        throw Error(where + " token " + std::to_string(t) + ": byte span " + detail::span_text(bytes) +
+        throw Error(where + " token " + std::to_string(t) + ": byte span " + synattn::detail::span_text(bytes) +
                     " is outside the text (" + std::to_string(doc.text.size()) +
                     " bytes) or before the previous token's end " + std::to_string(previous_end));
       previous_end = static_cast<std::size_t>(bytes.end);
@@ -147,7 +147,7 @@ inline Side load(const Document& doc, const char* side) {
         const std::size_t at = i;
         const char32_t c = decode_utf8(doc.text, i, side);
         if (i > previous_end)
-          throw Error(where + " token " + std::to_string(t) + ": byte span " + detail::span_text(bytes) +
+          throw Error(where + " token " + std::to_string(t) + ": byte span " + synattn::detail::span_text(bytes) +
                       " ends inside a character");
         if (is_space_separator(c)) continue;
         out.chars += c;
@@ -320,14 +320,14 @@ inline bool is_content_deprel(const std::string& universal) {
   return false;
 }
 
-}  // namespace conll18_detail
+}  // namespace detail
 
 // Scores `system` against `gold` by the CoNLL 2018 rules (see the top).
 // Throws Error when their texts differ once whitespace is removed, or when a
 // Document is malformed (token spans out of order or outside the text, tokens
 // not covering their sentence's words in order, heads outside the sentence).
 inline Conll18Scores evaluate_conll18(const Document& gold, const Document& system) {
-  namespace d = conll18_detail;
+  namespace d = text::detail;
   const d::Side g = d::load(gold, "gold"), s = d::load(system, "system");
   d::check_same_characters(g, s);
 

@@ -46,7 +46,7 @@
 namespace synattn {
 namespace text {
 
-namespace multiword_detail {
+namespace detail {
 
 inline std::u32string decode(const std::string& s) {
   std::u32string out;
@@ -81,7 +81,7 @@ inline bool all_upper(const std::u32string& s) {
   return cased;
 }
 
-}  // namespace multiword_detail
+}  // namespace detail
 
 class MultiwordExpander {
  public:
@@ -96,7 +96,7 @@ class MultiwordExpander {
 
   // Learns from every multiword token of `docs`.
   static MultiwordExpander learn(const std::vector<const Document*>& docs) {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     MultiwordExpander e;
     std::map<std::u32string, std::map<Rule, long long>> seen;  // lower-cased token -> its rules
     std::map<std::u32string, std::pair<long long, long long>> occurrences;  // lower-cased token -> (all, multiword)
@@ -130,14 +130,14 @@ class MultiwordExpander {
 
   // Whether the treebank (nearly) always split this form (see the top).
   bool always_split(const std::string& form) const {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     return always_.count(d::lowered(d::decode(form))) > 0;
   }
   std::size_t rule_count() const noexcept { return rule_counts_.size(); }
 
   // The words of token `form` (UTF-8), or none when no rule fits.
   std::vector<std::string> expand(const std::string& form) const {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     const std::u32string token = d::decode(form);
     const std::u32string key = d::lowered(token);
     const Rule* rule = nullptr;
@@ -154,7 +154,7 @@ class MultiwordExpander {
   }
 
   std::string to_json() const {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     const auto rule_json = [](const Rule& r) {
       nlohmann::json others = nlohmann::json::array();
       for (const auto& w : r.others) others.push_back(d::encode(w));
@@ -179,7 +179,7 @@ class MultiwordExpander {
   }
 
   static MultiwordExpander from_json(const std::string& text) {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     MultiwordExpander e;
     try {
       const nlohmann::json j = nlohmann::json::parse(text);
@@ -212,7 +212,7 @@ class MultiwordExpander {
       for (const auto& o : j.at("rules")) {
         // Through the model files' one integer reader: get<long long>() cut
         // 2.7 to 2 and cast 1e300 with undefined behaviour.
-        const long long count = parse::json_detail::checked_integer<long long>(
+        const long long count = parse::detail::checked_integer<long long>(
             o.at("count"), "multiword rules: rules[" + std::to_string(index++) + "].count", 1,
             std::numeric_limits<long long>::max());
         e.rule_counts_[rule_of_json(o)] = count;
@@ -226,7 +226,7 @@ class MultiwordExpander {
 
  private:
   static Rule rule_of(const std::u32string& token, const std::vector<std::string>& words) {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     const std::u32string first = d::decode(words.front());
     std::size_t k = 0;
     while (k < token.size() && k < first.size() && d::equal_lowercase(token[k], first[k])) ++k;
@@ -251,7 +251,7 @@ class MultiwordExpander {
   }
 
   static std::vector<std::string> apply(const Rule& r, const std::u32string& token) {
-    namespace d = multiword_detail;
+    namespace d = text::detail;
     const std::size_t k = token.size() - r.tail.size();
     const std::u32string tail = token.substr(k);
     std::vector<std::u32string> words;

@@ -98,7 +98,7 @@ inline TokenizerOptions tokenizer_options_from_json(const std::string& text) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     const auto integer = [&j](const char* key, int& out) {
-      out = parse::json_detail::checked_integer<int>(j.at(key), std::string("tokenizer options: ") + key);
+      out = parse::detail::checked_integer<int>(j.at(key), std::string("tokenizer options: ") + key);
     };
     integer("num_chars", o.net.num_chars);
     integer("char_dim", o.net.char_dim);
@@ -110,7 +110,7 @@ inline TokenizerOptions tokenizer_options_from_json(const std::string& text) {
     const nlohmann::json& d = j.at("dilations");
     if (!d.is_array() || d.size() > 64) throw Error("tokenizer options: dilations must be an array of at most 64 numbers");
     o.net.dilations.clear();
-    for (const auto& e : d) o.net.dilations.push_back(parse::json_detail::checked_integer<int>(e, "tokenizer options: dilations"));
+    for (const auto& e : d) o.net.dilations.push_back(parse::detail::checked_integer<int>(e, "tokenizer options: dilations"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("tokenizer options: ") + e.what());
   }
@@ -282,7 +282,7 @@ class TokenizerModel {
     for (const ParameterInfo& w : want) {
       const auto it = file.tensors.find(w.name);
       if (it == file.tensors.end()) throw Error("the options call for a tensor '" + w.name + "' the file does not hold");
-      if (!checkpoint_detail::shape_accepted(w, it->second.shape)) {
+      if (!synattn::detail::shape_accepted(w, it->second.shape)) {
         std::string got;
         for (auto s : it->second.shape) got += (got.empty() ? "" : " x ") + std::to_string(s);
         throw Error("tensor '" + w.name + "' is " + (got.empty() ? "a scalar" : got) + ", the options call for " +

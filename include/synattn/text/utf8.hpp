@@ -37,7 +37,7 @@ inline std::string code_point_text(char32_t cp) {
   return "U+" + digits;
 }
 
-namespace utf8_detail {
+namespace detail {
 
 // Length of the sequence a lead byte starts (0: not a lead byte) and the
 // range of its second byte, which is where overlong forms, surrogates and
@@ -79,7 +79,7 @@ inline long sequence_at(std::string_view s, std::size_t i) noexcept {
   return static_cast<long>(l.length);
 }
 
-}  // namespace utf8_detail
+}  // namespace detail
 
 // Checks `s` as UTF-8. Returns true if valid; otherwise false with `at` the
 // 0-based offset of the first byte of the bad sequence and `why` the reason.
@@ -88,14 +88,14 @@ inline long sequence_at(std::string_view s, std::size_t i) noexcept {
 inline bool check_utf8(std::string_view s, std::size_t& at, std::string& why,
                        std::string_view end = "the end of the line") {
   for (std::size_t i = 0; i < s.size();) {
-    const long n = utf8_detail::sequence_at(s, i);
+    const long n = text::detail::sequence_at(s, i);
     if (n > 0) {
       i += static_cast<std::size_t>(n);
       continue;
     }
     at = i;
     const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t len = utf8_detail::lead(c).length;
+    const std::size_t len = text::detail::lead(c).length;
     if (len == 0) {
       why = "byte " + hex_byte(c) +
             (c <= 0xBF ? " is a continuation byte without a lead byte"
@@ -232,7 +232,7 @@ inline std::string replace_invalid_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
-    const long n = utf8_detail::sequence_at(s, i);
+    const long n = text::detail::sequence_at(s, i);
     if (n > 0) {
       out.append(s.substr(i, static_cast<std::size_t>(n)));
       i += static_cast<std::size_t>(n);

@@ -23,7 +23,7 @@
 namespace synattn {
 namespace text {
 
-namespace word_spans_detail {
+namespace detail {
 
 // Bytes of `rest` that `form` matches from the start, ending on a code point
 // boundary of `rest` (valid UTF-8).
@@ -34,7 +34,7 @@ inline std::size_t matched_prefix(std::string_view rest, std::string_view form) 
   return n;
 }
 
-}  // namespace word_spans_detail
+}  // namespace detail
 
 // Sets the spans of token's words, words[token.first_word, + word_count),
 // from token.span and token.form (the token's text). Error if the token's
@@ -53,7 +53,7 @@ inline void assign_word_spans(const Token& token, std::vector<Word>& words) {
     Word& w = words[static_cast<std::size_t>(token.first_word + k)];
     const std::string_view rest = form.substr(byte);
     const std::size_t take = k + 1 == token.word_count ? rest.size()
-                                                        : word_spans_detail::matched_prefix(rest, w.form);
+                                                        : text::detail::matched_prefix(rest, w.form);
     const int cps = static_cast<int>(count_code_points(rest.substr(0, take)));
     w.span.bytes = {token.span.bytes.begin + static_cast<int>(byte),
                     token.span.bytes.begin + static_cast<int>(byte + take)};

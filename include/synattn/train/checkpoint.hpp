@@ -79,7 +79,7 @@ struct CheckpointInfo {
   std::map<std::string, std::string> metadata;  // the whole __metadata__
 };
 
-namespace checkpoint_detail {
+namespace detail {
 
 constexpr const char* format = "synattn.checkpoint.v1";
 
@@ -127,7 +127,7 @@ inline long long parse_count(const std::string& path, const std::string& key, co
   return metadata_integer(path, key, text, 0, max);
 }
 
-inline std::string number_text(double v) {
+inline std::string exact_number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
@@ -176,7 +176,7 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
     // is undefined behaviour to convert, and would silently become inf).
     const double wide = same ? 0.0 : t.get<double>(static_cast<std::size_t>(i));
     if (!same && std::isfinite(wide) && std::abs(wide) > static_cast<double>(std::numeric_limits<Scalar>::max()))
-      throw FormatError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + number_text(wide) +
+      throw FormatError(path, 0, "tensor '" + name + "' element " + std::to_string(i) + " = " + exact_number_text(wide) +
                                     " overflows the model's " + safetensors_dtype_name(want) + " (convert_dtype)");
     const Scalar v = same ? t.get<Scalar>(static_cast<std::size_t>(i)) : static_cast<Scalar>(wide);
     if (!std::isfinite(v)) {
@@ -189,7 +189,7 @@ void read_tensor(const std::string& path, const SafetensorsFile& file, const std
   }
 }
 
-}  // namespace checkpoint_detail
+}  // namespace detail
 
 // The checkpoint of parameters (laid out by `infos`), the optimiser's state
 // (none when `optimizer` is null) and `step`, as save_checkpoint writes it:
@@ -203,7 +203,7 @@ SafetensorsFile make_checkpoint(const std::vector<ParameterInfo>& infos,
                                 const Optimizer<Scalar>* optimizer, long long step,
                                 const std::map<std::string, std::string>& extra = {},
                                 const CheckpointSaveOptions& options = {}) {
-  namespace d = checkpoint_detail;
+  namespace d = detail;
   constexpr const char* fn = "save_checkpoint";
   if (step < 0) throw Error("save_checkpoint: step must be >= 0, got " + std::to_string(step));
   SafetensorsFile file;
@@ -290,7 +290,7 @@ template <class Scalar>
 void save_weights_half(const std::string& path, const ParameterStore<Scalar>& store,
                        const std::map<std::string, std::string>& extra = {},
                        const CheckpointSaveOptions& options = {}) {
-  namespace d = checkpoint_detail;
+  namespace d = detail;
   SafetensorsFile file;
   d::start_metadata("save_weights_half", extra, file);
   file.metadata["dtype"] = "F16";
@@ -328,7 +328,7 @@ CheckpointInfo load_checkpoint(const SafetensorsFile& file, const std::string& s
                                const std::vector<ParameterInfo>& infos,
                                Eigen::Ref<typename Optimizer<Scalar>::Vector> values, Optimizer<Scalar>* optimizer,
                                const CheckpointLoadOptions& options = {}) {
-  namespace d = checkpoint_detail;
+  namespace d = detail;
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
   const std::string& path = source;
   const auto meta = [&](const std::string& key) -> const std::string* {
@@ -405,7 +405,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterStore<Scalar>& 
   return load_checkpoint<Scalar>(path, store.infos(), store.values(), optimizer, options);
 }
 
-namespace checkpoint_detail {
+namespace detail {
 template <class Scalar>
 void save_store_weights(const std::string& path, const ParameterStore<Scalar>& store,
                         const std::map<std::string, std::string>& extra, const CheckpointSaveOptions& options) {
@@ -416,7 +416,7 @@ CheckpointInfo load_store_weights(const std::string& path, ParameterStore<Scalar
                                   const CheckpointLoadOptions& options) {
   return load_checkpoint<Scalar>(path, store, nullptr, options);
 }
-}  // namespace checkpoint_detail
+}  // namespace detail
 
 // A whole layer's or model's weights, for anything that owns its parameters
 // in one store (parameter_store()): SyntaxBiasedAttention, the nn:: layers,
@@ -430,12 +430,12 @@ CheckpointInfo load_store_weights(const std::string& path, ParameterStore<Scalar
 template <class Model>
 void save_weights(const std::string& path, const Model& model, const std::map<std::string, std::string>& extra = {},
                   const CheckpointSaveOptions& options = {}) {
-  checkpoint_detail::save_store_weights(path, model.parameter_store(), extra, options);
+  detail::save_store_weights(path, model.parameter_store(), extra, options);
 }
 
 template <class Model>
 CheckpointInfo load_weights(const std::string& path, Model& model, const CheckpointLoadOptions& options = {}) {
-  return checkpoint_detail::load_store_weights(path, model.parameter_store(), options);
+  return detail::load_store_weights(path, model.parameter_store(), options);
 }
 
 }  // namespace synattn

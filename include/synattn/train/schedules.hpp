@@ -26,7 +26,7 @@
 
 namespace synattn {
 
-namespace schedule_detail {
+namespace detail {
 
 inline void check_step(const char* fn, long long step, long long warmup) {
   if (step < 1) throw Error(std::string(fn) + ": step must be >= 1 (steps count from 1), got " + std::to_string(step));
@@ -37,27 +37,27 @@ inline double warmup_ramp(long long step, long long warmup) {
   return warmup > 0 && step < warmup ? static_cast<double>(step) / static_cast<double>(warmup) : 1.0;
 }
 
-}  // namespace schedule_detail
+}  // namespace detail
 
 inline double warmup_constant(long long step, long long warmup) {
-  schedule_detail::check_step("warmup_constant", step, warmup);
-  return schedule_detail::warmup_ramp(step, warmup);
+  detail::check_step("warmup_constant", step, warmup);
+  return detail::warmup_ramp(step, warmup);
 }
 
 inline double warmup_inverse_sqrt(long long step, long long warmup) {
-  schedule_detail::check_step("warmup_inverse_sqrt", step, warmup);
+  detail::check_step("warmup_inverse_sqrt", step, warmup);
   if (warmup == 0) return 1.0 / std::sqrt(static_cast<double>(step));
   const double s = static_cast<double>(step), w = static_cast<double>(warmup);
   return std::min(s / w, std::sqrt(w / s));
 }
 
 inline double warmup_cosine(long long step, long long warmup, long long total, double floor = 0.0) {
-  schedule_detail::check_step("warmup_cosine", step, warmup);
+  detail::check_step("warmup_cosine", step, warmup);
   if (total <= warmup)
     throw Error("warmup_cosine: total (" + std::to_string(total) + ") must exceed warmup (" + std::to_string(warmup) +
                 ")");
   if (!(floor >= 0 && floor <= 1)) throw Error("warmup_cosine: floor must be in [0, 1], got " + std::to_string(floor));
-  if (step < warmup) return schedule_detail::warmup_ramp(step, warmup);
+  if (step < warmup) return detail::warmup_ramp(step, warmup);
   const double progress = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
   const double pi = 3.14159265358979323846;
   return floor + (1.0 - floor) * 0.5 * (1.0 + std::cos(pi * progress));
@@ -76,7 +76,7 @@ struct LrSchedule {
   double factor(long long step) const {
     switch (kind) {
       case Kind::Constant:
-        schedule_detail::check_step("LrSchedule::factor", step, 0);
+        detail::check_step("LrSchedule::factor", step, 0);
         return 1.0;
       case Kind::WarmupConstant: return warmup_constant(step, warmup);
       case Kind::WarmupInverseSqrt: return warmup_inverse_sqrt(step, warmup);

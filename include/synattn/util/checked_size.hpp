@@ -17,7 +17,7 @@
 
 namespace synattn {
 
-namespace checked_size_detail {
+namespace detail {
 template <class T>
 constexpr bool negative(T v) noexcept {
   if constexpr (std::is_signed<T>::value) {
@@ -27,7 +27,7 @@ constexpr bool negative(T v) noexcept {
     return false;
   }
 }
-}  // namespace checked_size_detail
+}  // namespace detail
 
 // The largest byte count of one array: it must fit in a signed pointer-sized
 // integer (NumPy's rule, also safetensors'), so every dimension of an array
@@ -39,7 +39,7 @@ constexpr std::uint64_t kMaxArrayBytes = static_cast<std::uint64_t>(std::numeric
 template <class T>
 constexpr bool checked_multiply(T a, T b, T& out, T limit = std::numeric_limits<T>::max()) noexcept {
   static_assert(std::is_integral<T>::value, "checked_multiply takes integers");
-  if (checked_size_detail::negative(a) || checked_size_detail::negative(b)) return false;
+  if (detail::negative(a) || detail::negative(b)) return false;
   if (a != 0 && b > limit / a) return false;
   out = a * b;
   return true;
@@ -50,7 +50,7 @@ constexpr bool checked_multiply(T a, T b, T& out, T limit = std::numeric_limits<
 template <class T>
 constexpr bool checked_add(T a, T b, T& out, T limit = std::numeric_limits<T>::max()) noexcept {
   static_assert(std::is_integral<T>::value, "checked_add takes integers");
-  if (checked_size_detail::negative(a) || checked_size_detail::negative(b) || a > limit || b > limit - a) return false;
+  if (detail::negative(a) || detail::negative(b) || a > limit || b > limit - a) return false;
   out = a + b;
   return true;
 }
@@ -64,7 +64,7 @@ bool checked_shape_bytes(const Shape& shape, std::uint64_t itemsize, std::uint64
   std::uint64_t n = itemsize;
   bool zero = false;
   for (const auto dim : shape) {
-    if (checked_size_detail::negative(dim)) return false;
+    if (detail::negative(dim)) return false;
     const auto d = static_cast<std::uint64_t>(dim);
     if (d == 0) {
       zero = true;

@@ -7,7 +7,7 @@
 // Every number of a file's metadata goes through here: a checkpoint's step
 // and its optimiser's step count (train/checkpoint.hpp: parser and tagger
 // checkpoints alike), a model's options (parse/parser_model.hpp, through
-// json_detail::checked_integer) and the parse program's training state.
+// parse::detail::checked_integer) and the parse program's training state.
 //
 //   whole_number(text, lo, hi, out)  text is decimal digits with an optional
 //                                    leading '-', nothing else (no spaces, no
@@ -67,7 +67,7 @@ inline bool real_number(const std::string& text, double lo, double hi, double& o
   return true;
 }
 
-namespace metadata_number_detail {
+namespace detail {
 inline std::string real_text(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.17g", v);
@@ -77,11 +77,11 @@ inline std::string integer_expectation(long long lo, long long hi) {
   if (lo == 0) return "a non-negative integer of at most " + std::to_string(hi);
   return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
-}  // namespace metadata_number_detail
+}  // namespace detail
 
 // "WHAT is 'TEXT', expected ..." for a refused integer.
 inline std::string integer_refusal(const std::string& what, const std::string& text, long long lo, long long hi) {
-  return what + " is '" + text + "', expected " + metadata_number_detail::integer_expectation(lo, hi);
+  return what + " is '" + text + "', expected " + detail::integer_expectation(lo, hi);
 }
 
 // `text`, the value of metadata field `key` of file `source`, as a whole
@@ -102,7 +102,7 @@ inline double metadata_real(const std::string& source, const std::string& key, c
   if (!real_number(text, lo, hi, v))
     throw FormatError(source, 0,
                      "__metadata__ '" + key + "' is '" + text + "', expected a finite number in [" +
-                         metadata_number_detail::real_text(lo) + ", " + metadata_number_detail::real_text(hi) + "]");
+                         detail::real_text(lo) + ", " + detail::real_text(hi) + "]");
   return v;
 }
 

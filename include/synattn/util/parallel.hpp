@@ -61,7 +61,7 @@ inline bool runs_parallel(double work) noexcept {
 // per-thread scratch slots its body needs (thread indices are below it).
 inline int team_size(double work) noexcept { return runs_parallel(work) ? max_threads() : 1; }
 
-namespace parallel_detail {
+namespace detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -175,23 +175,23 @@ class SerialProducts {
 };
 #endif
 
-}  // namespace parallel_detail
+}  // namespace detail
 
 // Regions caught waiting on a pre-empted thread since the program started (see
-// parallel_detail::Contention): a benchmark's way to see the guard at work.
+// detail::Contention): a benchmark's way to see the guard at work.
 inline long contended_regions() noexcept {
-  return parallel_detail::contention().losses.load(std::memory_order_relaxed);
+  return detail::contention().losses.load(std::memory_order_relaxed);
 }
 
 // Turns the busy-machine guard on or off (on by default; SYNATTN_CONTENTION=off
 // in the environment turns it off). With it off, every loop at or above
 // kMinParallelWork opens its parallel region whatever the last ones cost.
 inline void set_contention_guard(bool on) noexcept {
-  parallel_detail::contention().enabled.store(on ? 1 : 0, std::memory_order_relaxed);
-  if (!on) parallel_detail::contention().serial_until.store(0, std::memory_order_relaxed);
+  detail::contention().enabled.store(on ? 1 : 0, std::memory_order_relaxed);
+  if (!on) detail::contention().serial_until.store(0, std::memory_order_relaxed);
 }
 
-namespace parallel_detail {
+namespace detail {
 
 // A borrowed task body, callable as body(t, thread): a pointer to the
 // caller's callable and the one function that knows its type. It lets every
@@ -264,7 +264,7 @@ inline void run_tasks(std::ptrdiff_t count, double work, TaskRef body) {
   for (std::ptrdiff_t t = 0; t < count; ++t) body(t, 0);
 }
 
-}  // namespace parallel_detail
+}  // namespace detail
 
 // Runs body(t, thread) for every t in [0, count), where thread in
 // [0, team_size(work)) identifies the thread running task t (for per-thread
@@ -279,15 +279,15 @@ inline void run_tasks(std::ptrdiff_t count, double work, TaskRef body) {
 // kMinParallelWork, when it has one task (a region would only add a fork and
 // a join, and on a busy machine a wait for the other threads), and for a
 // while after a region in which a thread waited on a pre-empted one
-// (parallel_detail::Contention).
+// (detail::Contention).
 // Otherwise it opens a region with the full team, whose threads take tasks
 // in order from a shared counter. Inside a team Eigen runs every product
-// serially; a serial loop gets the same by parallel_detail::SerialProducts.
+// serially; a serial loop gets the same by detail::SerialProducts.
 template <class Body>
 void parallel_for_threads(std::ptrdiff_t count, double work, Body&& body) {
   // A const call operator whatever the body's is, so TaskRef needs no cast.
   const auto call = [&body](std::ptrdiff_t t, int thread) { body(t, thread); };
-  parallel_detail::run_tasks(count, work, parallel_detail::TaskRef(call));
+  detail::run_tasks(count, work, detail::TaskRef(call));
 }
 
 // body(t) for every t in [0, count); see parallel_for_threads.
