@@ -723,7 +723,7 @@ TEST_CASE("'-' and /dev/stdout write to standard output where it is, never renam
   // renames over /proc/self/fd/1 fails there (proc takes no new files).
   const std::string link = dir.file("stdout-link");
   REQUIRE(::symlink("/proc/self/fd/1", link.c_str()) == 0);
-  for (const std::string name : {std::string("-"), std::string("/proc/self/fd/1"), link}) {
+  for (const std::string& name : {std::string("-"), std::string("/proc/self/fd/1"), link}) {
     plant(out, "");
     const int fd = ::open(out.c_str(), O_WRONLY);
     REQUIRE(fd >= 0);

@@ -279,10 +279,17 @@ inline void softmax_backward(const RowBlock<Scalar>& block, const Scalar* p, Ind
       Chunk<Scalar> acc = Chunk<Scalar>::Zero(), a, g;
       for (Index j = 0; j < ke; j += C) {
         const Index len = std::min(C, ke - j);
-        a.head(len) = ConstArrayMap<Scalar>(prow + j, len);
-        g.head(len) = ConstArrayMap<Scalar>(row + j, len);
-        a.tail(C - len).setZero();
-        g.tail(C - len).setZero();
+        if (len == C) {  // a whole chunk: fixed-size maps, which the compiler can bound
+          a = Eigen::Map<const Chunk<Scalar>>(prow + j);
+          g = Eigen::Map<const Chunk<Scalar>>(row + j);
+        } else {  // the last, partial chunk, zero-padded (GCC 12's -Warray-bounds misjudged head(len) here)
+          a.setZero();
+          g.setZero();
+          for (Index t = 0; t < len; ++t) {
+            a[t] = prow[j + t];
+            g[t] = row[j + t];
+          }
+        }
         acc += a * g;
       }
       dot = acc.sum();
