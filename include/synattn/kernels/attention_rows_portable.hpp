@@ -163,6 +163,21 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
 template <class Scalar>
 using Chunk = Eigen::Array<Scalar, 128 / int(sizeof(Scalar)), 1>;
 
+// c = src[0, len) followed by `pad` in the lanes past len (len <= C): a
+// whole chunk through a fixed-size map, a partial one element by element.
+// (head(len) with a run-time len made GCC 12 warn -Warray-bounds, wrongly,
+// once inlined into a caller.)
+template <class Scalar>
+inline void load_chunk(Chunk<Scalar>& c, const Scalar* src, Index len, Scalar pad) noexcept {
+  constexpr Index C = Chunk<Scalar>::SizeAtCompileTime;
+  if (len == C) {
+    c = Eigen::Map<const Chunk<Scalar>>(src);
+    return;
+  }
+  c.setConstant(pad);
+  for (Index t = 0; t < len; ++t) c[t] = src[t];
+}
+
 // Calls body(out, c, len) for each chunk of row [0, ke): c = exp(row - max),
 // flushed below the smallest normal number, of which the first len values
 // belong at out. The lanes past the row hold -inf, whose exp the flush makes
@@ -176,8 +191,7 @@ inline void for_each_exp_chunk(Scalar* row, Index ke, Scalar max, Body&& body) n
   Chunk<Scalar> c;
   for (Index j = 0; j < ke; j += C) {
     const Index len = std::min(C, ke - j);
-    c.head(len) = ConstArrayMap<Scalar>(row + j, len);
-    c.tail(C - len).setConstant(-std::numeric_limits<Scalar>::infinity());
+    load_chunk(c, row + j, len, -std::numeric_limits<Scalar>::infinity());
     c = (c - max).exp();
     for (Index k = 0; k < C; ++k) c[k] = c[k] < tiny ? Scalar(0) : c[k];
     body(row + j, c, len);
@@ -279,17 +293,8 @@ inline void softmax_backward(const RowBlock<Scalar>& block, const Scalar* p, Ind
       Chunk<Scalar> acc = Chunk<Scalar>::Zero(), a, g;
       for (Index j = 0; j < ke; j += C) {
         const Index len = std::min(C, ke - j);
-        if (len == C) {  // a whole chunk: fixed-size maps, which the compiler can bound
-          a = Eigen::Map<const Chunk<Scalar>>(prow + j);
-          g = Eigen::Map<const Chunk<Scalar>>(row + j);
-        } else {  // the last, partial chunk, zero-padded (GCC 12's -Warray-bounds misjudged head(len) here)
-          a.setZero();
-          g.setZero();
-          for (Index t = 0; t < len; ++t) {
-            a[t] = prow[j + t];
-            g[t] = row[j + t];
-          }
-        }
+        load_chunk(a, prow + j, len, Scalar(0));
+        load_chunk(g, row + j, len, Scalar(0));
         acc += a * g;
       }
       dot = acc.sum();
