@@ -1,10 +1,11 @@
 // A translation unit that parses raw text with the shipped models
-// (synattn/parse.hpp: Pipeline) and runs SyntaxBiasedAttention<float> over
-// the trees' distance buckets (forward, backward, infer): the "layer + parser
-// user" of the compile-time table (tools/compile_time_table.py), compiled
-// header-only and in compiled mode (-DSYNATTN_COMPILED). Not built by CMake.
+// (synattn/parse/pipeline.hpp, the header docs/parser.md gives) and runs
+// SyntaxBiasedAttention<float> over the trees' distance buckets (forward,
+// backward, infer): the "layer + parser user" of the compile-time table
+// (tools/compile_time_table.py), compiled header-only and in compiled mode
+// (-DSYNATTN_COMPILED -DSYNATTN_COMPILED_PIPELINE). Not built by CMake.
 #include <synattn/synattn.hpp>
-#include <synattn/parse.hpp>
+#include <synattn/parse/pipeline.hpp>
 
 #include <vector>
 

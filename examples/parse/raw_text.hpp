@@ -17,10 +17,12 @@
 #define SYNATTN_EXAMPLES_PARSE_RAW_TEXT_HPP
 
 #include <synattn/io/atomic_file.hpp>
+#include <synattn/parse/parser_model.hpp>
 #include <synattn/parse/pipeline.hpp>
 #include <synattn/text/conll18_eval.hpp>
 #include <synattn/io/conllu_text.hpp>
 #include <synattn/io/conllu_writer.hpp>
+#include <synattn/text/tokenizer_model.hpp>
 #include <synattn/text/tokenizer_training.hpp>
 #include <synattn/text/utf8.hpp>
 

@@ -49,7 +49,7 @@
 
 #include <synattn/error.hpp>
 #include <synattn/io/output_path.hpp>
-#include <synattn/parse/parser_vocabulary.hpp>
+#include <synattn/io/json_fields.hpp>
 
 namespace train_deprel {
 
@@ -330,7 +330,7 @@ inline RunResult run_result_from_json(const nlohmann::json& j) {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (!j.at(key).is_number())
         throw synattn::Error(what + " has the wrong type (a " + j.at(key).type_name() + ", expected an integer)");
-      out = synattn::parse::detail::checked_integer<T>(j.at(key), what);
+      out = synattn::detail::checked_integer<T>(j.at(key), what);
     } else {
       try {
         j.at(key).get_to(out);

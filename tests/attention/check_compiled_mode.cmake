@@ -6,9 +6,11 @@
 # registry's tables (kernels::detail::table_of, whose instantiation compiles
 # every ISA's kernels), and (PIPELINE_OBJECTS, optional: built with
 # SYNATTN_COMPILED_PIPELINE) no parse::Pipeline loading or parsing and no
-# per-ISA kernel, which the library defines.
+# per-ISA kernel, which the library defines. TREES_OBJECTS (optional: a
+# file that builds trees and calls make_bucket_batch) define neither
+# DependencyTree's validation and indexes nor make_bucket_batch.
 #   -DNM -DUSER_OBJECTS=a.o;b.o [-DPARSER_OBJECTS=c.o] [-DTAGGER_OBJECTS=d.o] [-DPIPELINE_OBJECTS=e.o]
-#   -DLIBRARY=libsynattn_compiled.a
+#   [-DTREES_OBJECTS=f.o] -DLIBRARY=libsynattn_compiled.a
 set(member "synattn::SyntaxBiasedAttention<float>::forward_core(")
 set(member_double "synattn::SyntaxBiasedAttention<double>::backward(")
 
@@ -100,4 +102,18 @@ if(PIPELINE_OBJECTS)
     message(FATAL_ERROR "an object file defines pipeline or kernel code although SYNATTN_COMPILED_PIPELINE is on: ${hit}")
   endif()
   message(STATUS "${PIPELINE_OBJECTS}: no parse::Pipeline member but load_default, no kernel; the library defines them")
+endif()
+
+if(TREES_OBJECTS)
+  set(trees_code "synattn::(DependencyTree::(DependencyTree\\(std::vector|build\\(|merge_intervals_bottom_up\\()|make_bucket_batch\\()")
+  string(REGEX MATCH "[^\n]*${trees_code}[^\n]*" lib_hit "${lib}")
+  if(NOT lib_hit)
+    message(FATAL_ERROR "${LIBRARY} does not define DependencyTree's constructor or make_bucket_batch")
+  endif()
+  defined_symbols(trees_text ${TREES_OBJECTS})
+  string(REGEX MATCH "[^\n]*${trees_code}[^\n]*" hit "${trees_text}")
+  if(hit)
+    message(FATAL_ERROR "an object file defines tree code although SYNATTN_COMPILED is on: ${hit}")
+  endif()
+  message(STATUS "${TREES_OBJECTS}: no DependencyTree validation or make_bucket_batch; the library defines them")
 endif()

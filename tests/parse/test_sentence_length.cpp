@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <synattn/parse/parser_model.hpp>
 #include <synattn/parse/pipeline.hpp>
 #include <synattn/parse/sentence_length.hpp>
 #include <synattn/parse/token_text.hpp>
+#include <synattn/text/tokenizer_model.hpp>
 
 #include "support/test_data.hpp"
 
@@ -98,4 +100,23 @@ TEST_CASE("Pipeline refuses a sentence past the limit by name, sentence and byte
   add(kMaxSentenceWords, "at the limit");
   pipeline.parse_sentences(doc, "in.txt");
   CHECK(doc.sentences[1].words.back().head >= 0);
+}
+
+TEST_CASE("Pipeline copies share their read-only models and parse alike", "[parse][pipeline]") {
+  const Pipeline pipeline(text::TokenizerModel::load(synattn_test::data_path("models/en_ewt.tokenizer.safetensors")),
+                          shipped_parser());
+  const Pipeline copy = pipeline;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the point
+  CHECK(&copy.tokenizer() == &pipeline.tokenizer());
+  CHECK(&copy.parser() == &pipeline.parser());
+  const text::Document a = pipeline.parse_text("The cat sat. It slept.");
+  const text::Document b = copy.parse_text("The cat sat. It slept.");
+  REQUIRE(a.sentences.size() == 2);
+  REQUIRE(b.sentences.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s)
+    for (std::size_t i = 0; i < a.sentences[s].words.size(); ++i) {
+      CHECK(a.sentences[s].words[i].head == b.sentences[s].words[i].head);
+      CHECK(a.sentences[s].words[i].deprel == b.sentences[s].words[i].deprel);
+    }
+  Pipeline moved = Pipeline(copy);
+  CHECK(&moved.parser() == &pipeline.parser());
 }

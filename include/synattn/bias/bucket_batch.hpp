@@ -26,8 +26,12 @@ struct BucketBatch {
 // far longer than int8's 127 words work, then bucketed. n_max = -1: the
 // longest sentence of the batch; a sentence longer than n_max is refused,
 // naming it.
-inline BucketBatch make_bucket_batch(const std::vector<DependencyTree>& trees, const Bucketing& bucketing,
-                                     int n_max = -1) {
+BucketBatch make_bucket_batch(const std::vector<DependencyTree>& trees, const Bucketing& bucketing, int n_max = -1);
+
+// Compiled once in synattn::compiled in compiled mode (tree/dependency_tree.hpp).
+#if !defined(SYNATTN_COMPILED) || defined(SYNATTN_TREES_SOURCE)
+SYNATTN_TREES_INLINE BucketBatch make_bucket_batch(const std::vector<DependencyTree>& trees, const Bucketing& bucketing,
+                                                   int n_max) {
   BucketBatch out;
   const long long cross = bucketing.cross_distance();
   if (bucketing.kind() == BucketKind::Directed) {
@@ -45,6 +49,7 @@ inline BucketBatch make_bucket_batch(const std::vector<DependencyTree>& trees, c
   }
   return out;
 }
+#endif
 
 }  // namespace synattn
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../io/model_metadata.hpp"
 #include "../io/safetensors.hpp"
 #include "../train/checkpoint.hpp"
 #include "../tree/dependency_tree.hpp"
@@ -45,78 +46,44 @@ namespace parse {
 
 constexpr const char* kParserFormat = "synattn.parser.v1";
 
-inline std::string options_to_json(const ParserOptions& o) {
-  nlohmann::json j;
-  j["num_words"] = o.num_words;
-  j["num_chars"] = o.num_chars;
-  j["num_upos"] = o.num_upos;
-  j["num_labels"] = o.num_labels;
-  j["word_dim"] = o.word_dim;
-  j["char_dim"] = o.char_dim;
-  j["char_filters"] = o.char_filters;
-  j["char_width"] = o.char_width;
-  j["use_chars"] = o.use_chars;
-  j["d_model"] = o.d_model;
-  j["heads"] = o.heads;
-  j["d_ff"] = o.d_ff;
-  j["layers"] = o.layers;
-  j["relative_bias"] = o.relative_bias;
-  j["bias_per_head"] = o.bias_per_head;
-  j["absolute_positions"] = o.absolute_positions;
-  j["arc_dim"] = o.arc_dim;
-  j["label_dim"] = o.label_dim;
-  j["leaky_slope"] = o.leaky_slope;
-  j["embedding_dropout"] = o.embedding_dropout;
-  j["encoder_dropout"] = o.encoder_dropout;
-  j["attention_dropout"] = o.attention_dropout;
-  j["mlp_dropout"] = o.mlp_dropout;
-  j["upos_weight"] = o.upos_weight;
-  j["max_length"] = o.max_length;
-  j["seed"] = o.seed;
-  return j.dump();
-}
+// The keys of a model file's parser.options, listed once for writing
+// and reading (io/json_fields.hpp); every key must be present when read (a
+// file from another version fails naming the key, rather than building a
+// different model).
+inline constexpr auto parser_option_fields = [](auto& o, auto&& visit) {
+  visit("num_words", o.num_words);
+  visit("num_chars", o.num_chars);
+  visit("num_upos", o.num_upos);
+  visit("num_labels", o.num_labels);
+  visit("word_dim", o.word_dim);
+  visit("char_dim", o.char_dim);
+  visit("char_filters", o.char_filters);
+  visit("char_width", o.char_width);
+  visit("use_chars", o.use_chars);
+  visit("d_model", o.d_model);
+  visit("heads", o.heads);
+  visit("d_ff", o.d_ff);
+  visit("layers", o.layers);
+  visit("relative_bias", o.relative_bias);
+  visit("bias_per_head", o.bias_per_head);
+  visit("absolute_positions", o.absolute_positions);
+  visit("arc_dim", o.arc_dim);
+  visit("label_dim", o.label_dim);
+  visit("leaky_slope", o.leaky_slope);
+  visit("embedding_dropout", o.embedding_dropout);
+  visit("encoder_dropout", o.encoder_dropout);
+  visit("attention_dropout", o.attention_dropout);
+  visit("mlp_dropout", o.mlp_dropout);
+  visit("upos_weight", o.upos_weight);
+  visit("max_length", o.max_length);
+  visit("seed", o.seed);
+};
 
-// Every key must be present (a file from another version fails here,
-// naming the key, rather than building a different model).
+inline std::string options_to_json(const ParserOptions& o) {
+  return synattn::detail::options_to_json(o, parser_option_fields);
+}
 inline ParserOptions options_from_json(const std::string& text) {
-  ParserOptions o;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    // Integers are checked for type and range (parse::detail::checked_integer).
-    const auto integer = [&j](const char* key, auto& out) {
-      out = parse::detail::checked_integer<std::decay_t<decltype(out)>>(j.at(key), std::string("parser options: ") + key);
-    };
-    integer("num_words", o.num_words);
-    integer("num_chars", o.num_chars);
-    integer("num_upos", o.num_upos);
-    integer("num_labels", o.num_labels);
-    integer("word_dim", o.word_dim);
-    integer("char_dim", o.char_dim);
-    integer("char_filters", o.char_filters);
-    integer("char_width", o.char_width);
-    j.at("use_chars").get_to(o.use_chars);
-    integer("d_model", o.d_model);
-    integer("heads", o.heads);
-    integer("d_ff", o.d_ff);
-    integer("layers", o.layers);
-    j.at("relative_bias").get_to(o.relative_bias);
-    j.at("bias_per_head").get_to(o.bias_per_head);
-    j.at("absolute_positions").get_to(o.absolute_positions);
-    integer("arc_dim", o.arc_dim);
-    integer("label_dim", o.label_dim);
-    j.at("leaky_slope").get_to(o.leaky_slope);
-    j.at("embedding_dropout").get_to(o.embedding_dropout);
-    j.at("encoder_dropout").get_to(o.encoder_dropout);
-    j.at("attention_dropout").get_to(o.attention_dropout);
-    j.at("mlp_dropout").get_to(o.mlp_dropout);
-    j.at("upos_weight").get_to(o.upos_weight);
-    integer("max_length", o.max_length);
-    integer("seed", o.seed);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("parser options: ") + e.what());
-  }
-  o.validate();
-  return o;
+  return synattn::detail::options_from_json<ParserOptions>(text, "parser options", parser_option_fields);
 }
 
 // Checks a model file's options against the tensors it holds, before any
@@ -223,17 +190,6 @@ struct ParsedSentence {
   }
 };
 
-// Where the shipped English parser is (util/model_paths.hpp):
-// $SYNATTN_PARSER_MODEL, SYNATTN_DEFAULT_PARSER_MODEL, the package's models
-// folder, or models/en_ewt.parser.safetensors.
-inline std::string default_model_path() {
-#if defined(SYNATTN_DEFAULT_PARSER_MODEL)
-  return shipped_model_path("SYNATTN_PARSER_MODEL", SYNATTN_DEFAULT_PARSER_MODEL, "en_ewt.parser.safetensors");
-#else
-  return shipped_model_path("SYNATTN_PARSER_MODEL", nullptr, "en_ewt.parser.safetensors");
-#endif
-}
-
 class ParserModel {
  public:
   using Parser = BiaffineParser<float>;
@@ -278,25 +234,13 @@ class ParserModel {
   // The same from a parsed file; `path` names it in errors ("PATH: reason").
   static ParserModel load(const SafetensorsFile& file, const std::string& path, Optimizer<float>* optimizer = nullptr,
                           CheckpointInfo* info = nullptr) {
-    const auto meta = [&](const std::string& key) -> const std::string& {
-      const auto it = file.metadata.find(key);
-      if (it == file.metadata.end())
-        throw FormatError(path, 0, "not a synattn parser model: its metadata has no '" + key + "'");
-      return it->second;
-    };
-    const std::string& format = meta("parser.format");
-    if (format != kParserFormat)
-      throw FormatError(path, 0, "parser.format is '" + format + "', this build reads '" + kParserFormat + "'");
+    const ModelMetadata meta(file, path, "parser", kParserFormat);
     ParserOptions options;
     ParserVocabulary vocabulary;
-    try {
-      options = options_from_json(meta("parser.options"));
-      vocabulary = ParserVocabulary::from_json(meta("parser.vocabulary"));
-    } catch (const FormatError&) {
-      throw;
-    } catch (const Error& e) {
-      throw FormatError(path, 0, e.what());
-    }
+    meta.read([&] {
+      options = options_from_json(meta.at("parser.options"));
+      vocabulary = ParserVocabulary::from_json(meta.at("parser.vocabulary"));
+    });
     check_options_fit_tensors(path, options, file);  // before anything is built from them
     ParserModel model(options, std::move(vocabulary));
     // F16 weights (save_half) are widened; any F64 tensor is refused as usual,

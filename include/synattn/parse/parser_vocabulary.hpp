@@ -32,6 +32,7 @@
 
 #include "../error.hpp"
 #include "../io/conllu.hpp"
+#include "../io/json_fields.hpp"
 #include "../util/ascii.hpp"
 #include "../util/metadata_number.hpp"
 
@@ -41,44 +42,6 @@ namespace parse {
 constexpr std::int32_t kWordPadding = 0, kWordUnknown = 1, kWordRoot = 2;
 constexpr std::int32_t kCharPadding = 0, kCharUnknown = 1, kCharBegin = 2, kCharEnd = 3, kCharRoot = 4;
 constexpr int kReservedWords = 3, kReservedChars = 5;
-
-namespace detail {
-
-// `v` as an integer of type T in [lo, hi] (default: T's range), or Error
-// "WHAT is 'V', expected an integer in [lo, hi]": nlohmann's own get<T>()
-// casts a fractional or huge number (1e300 to int is undefined behaviour)
-// and wraps an integer out of range, which must not happen to what a model
-// file says. The number is read as its text by the one metadata-number
-// helper (util/metadata_number.hpp), so the rule and the message are those
-// of every other number a file's metadata holds.
-template <class T>
-T checked_integer(const nlohmann::json& v, const std::string& what,
-                  long long lo = static_cast<long long>(std::numeric_limits<T>::min()),
-                  long long hi = static_cast<long long>(
-                      std::min<std::uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<long long>::max()))) {
-  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "an integer type");
-  long long out = 0;
-  if constexpr (std::is_same_v<T, std::uint64_t>)  // beyond long long: a seed, say (whole by its JSON type)
-    if (v.is_number_unsigned() && hi == std::numeric_limits<long long>::max() && lo <= 0 &&
-        v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-      return v.get<std::uint64_t>();
-  if ((v.is_number_integer() || v.is_number_unsigned()) && whole_number(v.dump(), lo, hi, out))
-    return static_cast<T>(out);
-  throw Error(integer_refusal(what, v.is_number() ? v.dump() : std::string("a ") + v.type_name(), lo, hi));
-}
-
-// An array of such integers.
-template <class T>
-std::vector<T> checked_integers(const nlohmann::json& v, const std::string& what) {
-  if (!v.is_array()) throw Error(what + " is a " + std::string(v.type_name()) + ", expected an array");
-  std::vector<T> out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i)
-    out.push_back(checked_integer<T>(v[i], what + "[" + std::to_string(i) + "]"));
-  return out;
-}
-
-}  // namespace detail
 
 // Decodes UTF-8 into code points; an invalid byte becomes U+FFFD, so any
 // byte string has a character sequence (the readers reject bad UTF-8 where
@@ -186,8 +149,8 @@ class ParserVocabulary {
     try {
       const nlohmann::json j = nlohmann::json::parse(text);
       v.words_ = j.at("words").get<std::vector<std::string>>();
-      v.word_counts_ = parse::detail::checked_integers<long long>(j.at("word_counts"), "parser vocabulary: word_counts");
-      v.chars_ = parse::detail::checked_integers<std::uint32_t>(j.at("chars"), "parser vocabulary: chars");
+      v.word_counts_ = synattn::detail::checked_integers<long long>(j.at("word_counts"), "parser vocabulary: word_counts");
+      v.chars_ = synattn::detail::checked_integers<std::uint32_t>(j.at("chars"), "parser vocabulary: chars");
       v.upos_ = j.at("upos").get<std::vector<std::string>>();
       v.labels_ = j.at("labels").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {

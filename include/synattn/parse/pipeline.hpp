@@ -14,22 +14,31 @@
 // safe to call from several threads at once, and its result does not depend
 // on the number of threads.
 //
-// Needs nlohmann-json (link synattn::checkpoint).
+// Copies of a Pipeline share its models, which nothing changes after loading.
+//
+// Needs nlohmann-json (link synattn::checkpoint). Linking synattn::compiled
+// built with it (SYNATTN_COMPILED_PIPELINE) makes this header light: the
+// models' classes are declared only, and a file that parses text includes
+// neither the tokenizer's and parser's code nor the JSON reader.
 #ifndef SYNATTN_PARSE_PIPELINE_HPP
 #define SYNATTN_PARSE_PIPELINE_HPP
 
+#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "../text/document.hpp"
-#include "../text/tokenizer_model.hpp"
 #include "../tree/dependency_tree.hpp"
-#include "parser_model.hpp"
-#include "sentence_length.hpp"
+#include "../util/model_paths.hpp"
 
 namespace synattn {
+namespace text {
+class TokenizerModel;
+}  // namespace text
+
 namespace parse {
+
+class ParserModel;
 
 // A sentence's tree in synattn's convention (0-based, root = -1), from its
 // words' CoNLL-U heads. Throws TreeError when the heads are missing (-1) or
@@ -42,8 +51,7 @@ inline DependencyTree sentence_tree(const text::Sentence& s) {
 
 class Pipeline {
  public:
-  Pipeline(text::TokenizerModel tokenizer, ParserModel parser)
-      : tokenizer_(std::move(tokenizer)), parser_(std::move(parser)) {}
+  Pipeline(text::TokenizerModel tokenizer, ParserModel parser);
 
   // The shipped English models (text::default_tokenizer_path(), default_model_path()).
   // Inline in every mode: the models' folder is the program's
@@ -51,8 +59,9 @@ class Pipeline {
   static Pipeline load_default() { return load(text::default_tokenizer_path(), default_model_path()); }
   static Pipeline load(const std::string& tokenizer_path, const std::string& parser_path);
 
-  const text::TokenizerModel& tokenizer() const noexcept { return tokenizer_; }
-  const ParserModel& parser() const noexcept { return parser_; }
+  // The models (include text/tokenizer_model.hpp or parse/parser_model.hpp to use them).
+  const text::TokenizerModel& tokenizer() const noexcept;
+  const ParserModel& parser() const noexcept;
 
   // Sentences of `doc` get their words' heads, relations and tags. A
   // sentence of more than kMaxSentenceWords words (the tokenizer cuts at its
@@ -65,26 +74,50 @@ class Pipeline {
   text::Document parse_text(const std::string& raw, const std::string& name = "<text>") const;
 
  private:
-  text::TokenizerModel tokenizer_;
-  ParserModel parser_;
+  struct Models;
+  std::shared_ptr<const Models> models_;
 };
+
+}  // namespace parse
+}  // namespace synattn
 
 // The members' definitions. With SYNATTN_COMPILED_PIPELINE (linking
 // synattn::compiled built with nlohmann-json defines it) a program sees only
 // the declarations above and links src/compiled_pipeline.cpp's copies: the
 // loading (safetensors, JSON metadata), the tokenizer and the parser's
 // driver are compiled once there instead of in every file that parses text,
-// most of such a file's compile time. Otherwise they are inline here.
+// and their headers are not read, most of such a file's compile time.
+// Otherwise they are inline here.
 #if !defined(SYNATTN_COMPILED_PIPELINE) || defined(SYNATTN_PIPELINE_SOURCE)
+#include "../text/tokenizer_model.hpp"
+#include "parser_model.hpp"
+#include "sentence_length.hpp"
+
+#include <utility>
+
 #if defined(SYNATTN_PIPELINE_SOURCE)
 #define SYNATTN_PIPELINE_INLINE
 #else
 #define SYNATTN_PIPELINE_INLINE inline
 #endif
 
+namespace synattn {
+namespace parse {
+
+struct Pipeline::Models {
+  text::TokenizerModel tokenizer;
+  ParserModel parser;
+};
+
+SYNATTN_PIPELINE_INLINE Pipeline::Pipeline(text::TokenizerModel tokenizer, ParserModel parser)
+    : models_(std::make_shared<const Models>(Models{std::move(tokenizer), std::move(parser)})) {}
+
 SYNATTN_PIPELINE_INLINE Pipeline Pipeline::load(const std::string& tokenizer_path, const std::string& parser_path) {
   return Pipeline(text::TokenizerModel::load(tokenizer_path), ParserModel::load(parser_path));
 }
+
+SYNATTN_PIPELINE_INLINE const text::TokenizerModel& Pipeline::tokenizer() const noexcept { return models_->tokenizer; }
+SYNATTN_PIPELINE_INLINE const ParserModel& Pipeline::parser() const noexcept { return models_->parser; }
 
 SYNATTN_PIPELINE_INLINE void Pipeline::parse_sentences(text::Document& doc, const std::string& name) const {
   std::vector<std::vector<std::string>> forms(doc.sentences.size());
@@ -99,7 +132,7 @@ SYNATTN_PIPELINE_INLINE void Pipeline::parse_sentences(text::Document& doc, cons
     }
     for (const text::Word& w : sentence.words) forms[s].push_back(w.form);
   }
-  const std::vector<ParsedSentence> parsed = parser_.parse(forms);
+  const std::vector<ParsedSentence> parsed = models_->parser.parse(forms);
   for (std::size_t s = 0; s < doc.sentences.size(); ++s) {
     auto& words = doc.sentences[s].words;
     for (std::size_t i = 0; i < words.size(); ++i) {
@@ -111,15 +144,15 @@ SYNATTN_PIPELINE_INLINE void Pipeline::parse_sentences(text::Document& doc, cons
 }
 
 SYNATTN_PIPELINE_INLINE text::Document Pipeline::parse_text(const std::string& raw, const std::string& name) const {
-  text::Document doc = tokenizer_.tokenize(raw, name);
+  text::Document doc = models_->tokenizer.tokenize(raw, name);
   parse_sentences(doc, name);
   return doc;
 }
 
-#undef SYNATTN_PIPELINE_INLINE
-#endif
-
 }  // namespace parse
 }  // namespace synattn
+
+#undef SYNATTN_PIPELINE_INLINE
+#endif
 
 #endif  // SYNATTN_PARSE_PIPELINE_HPP

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../parse/parser_vocabulary.hpp"
+#include "../io/json_fields.hpp"
 #include "document.hpp"
 #include "utf8.hpp"
 
@@ -212,7 +212,7 @@ class MultiwordExpander {
       for (const auto& o : j.at("rules")) {
         // Through the model files' one integer reader: get<long long>() cut
         // 2.7 to 2 and cast 1e300 with undefined behaviour.
-        const long long count = parse::detail::checked_integer<long long>(
+        const long long count = synattn::detail::checked_integer<long long>(
             o.at("count"), "multiword rules: rules[" + std::to_string(index++) + "].count", 1,
             std::numeric_limits<long long>::max());
         e.rule_counts_[rule_of_json(o)] = count;

@@ -44,8 +44,9 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../io/model_metadata.hpp"
 #include "../io/safetensors.hpp"
-#include "../parse/parser_vocabulary.hpp"
+#include "../io/json_fields.hpp"
 #include "../train/checkpoint.hpp"
 #include "../util/finite.hpp"
 #include "../util/model_paths.hpp"
@@ -80,53 +81,26 @@ struct TokenizerOptions {
   }
 };
 
+// The keys of a model file's tokenizer.options, listed once for writing
+// and reading (io/json_fields.hpp); every key must be present when read (a
+// file from another version fails naming the key, rather than building a
+// different model).
+inline constexpr auto tokenizer_option_fields = [](auto& o, auto&& visit) {
+  visit("num_chars", o.net.num_chars);
+  visit("char_dim", o.net.char_dim);
+  visit("channels", o.net.channels);
+  visit("dilations", o.net.dilations);
+  visit("classes", o.net.classes);
+  visit("min_char_count", o.min_char_count);
+  visit("max_sentence_tokens", o.max_sentence_tokens);
+  visit("piece_chars", o.piece_chars);
+};
+
 inline std::string tokenizer_options_to_json(const TokenizerOptions& o) {
-  nlohmann::json j;
-  j["num_chars"] = o.net.num_chars;
-  j["char_dim"] = o.net.char_dim;
-  j["channels"] = o.net.channels;
-  j["dilations"] = o.net.dilations;
-  j["classes"] = o.net.classes;
-  j["min_char_count"] = o.min_char_count;
-  j["max_sentence_tokens"] = o.max_sentence_tokens;
-  j["piece_chars"] = o.piece_chars;
-  return j.dump();
+  return synattn::detail::options_to_json(o, tokenizer_option_fields);
 }
-
 inline TokenizerOptions tokenizer_options_from_json(const std::string& text) {
-  TokenizerOptions o;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    const auto integer = [&j](const char* key, int& out) {
-      out = parse::detail::checked_integer<int>(j.at(key), std::string("tokenizer options: ") + key);
-    };
-    integer("num_chars", o.net.num_chars);
-    integer("char_dim", o.net.char_dim);
-    integer("channels", o.net.channels);
-    integer("classes", o.net.classes);
-    integer("min_char_count", o.min_char_count);
-    integer("max_sentence_tokens", o.max_sentence_tokens);
-    integer("piece_chars", o.piece_chars);
-    const nlohmann::json& d = j.at("dilations");
-    if (!d.is_array() || d.size() > 64) throw Error("tokenizer options: dilations must be an array of at most 64 numbers");
-    o.net.dilations.clear();
-    for (const auto& e : d) o.net.dilations.push_back(parse::detail::checked_integer<int>(e, "tokenizer options: dilations"));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("tokenizer options: ") + e.what());
-  }
-  o.validate();
-  return o;
-}
-
-// Where the shipped English tokenizer is (util/model_paths.hpp):
-// $SYNATTN_TOKENIZER_MODEL, SYNATTN_DEFAULT_TOKENIZER_MODEL, the package's
-// models folder, or models/en_ewt.tokenizer.safetensors.
-inline std::string default_tokenizer_path() {
-#if defined(SYNATTN_DEFAULT_TOKENIZER_MODEL)
-  return shipped_model_path("SYNATTN_TOKENIZER_MODEL", SYNATTN_DEFAULT_TOKENIZER_MODEL, "en_ewt.tokenizer.safetensors");
-#else
-  return shipped_model_path("SYNATTN_TOKENIZER_MODEL", nullptr, "en_ewt.tokenizer.safetensors");
-#endif
+  return synattn::detail::options_from_json<TokenizerOptions>(text, "tokenizer options", tokenizer_option_fields);
 }
 
 class TokenizerModel {
@@ -166,28 +140,16 @@ class TokenizerModel {
 
   static TokenizerModel load(const std::string& path, CheckpointInfo* info = nullptr) {
     const SafetensorsFile file = load_safetensors(path);
-    const auto meta = [&](const std::string& key) -> const std::string& {
-      const auto it = file.metadata.find(key);
-      if (it == file.metadata.end())
-        throw FormatError(path, 0, "not a synattn tokenizer model: its metadata has no '" + key + "'");
-      return it->second;
-    };
-    const std::string& format = meta("tokenizer.format");
-    if (format != kTokenizerFormat)
-      throw FormatError(path, 0, "tokenizer.format is '" + format + "', this build reads '" + kTokenizerFormat + "'");
+    const ModelMetadata meta(file, path, "tokenizer", kTokenizerFormat);
     TokenizerOptions options;
     CharVocabulary vocabulary;
     MultiwordExpander multiword;
-    try {
-      options = tokenizer_options_from_json(meta("tokenizer.options"));
-      vocabulary = CharVocabulary::from_json(meta("tokenizer.vocabulary"));
-      multiword = MultiwordExpander::from_json(meta("tokenizer.multiword"));
+    meta.read([&] {
+      options = tokenizer_options_from_json(meta.at("tokenizer.options"));
+      vocabulary = CharVocabulary::from_json(meta.at("tokenizer.vocabulary"));
+      multiword = MultiwordExpander::from_json(meta.at("tokenizer.multiword"));
       check_tensor_shapes(options, file);
-    } catch (const FormatError&) {
-      throw;
-    } catch (const Error& e) {
-      throw FormatError(path, 0, e.what());
-    }
+    });
     TokenizerModel model(options, std::move(vocabulary), std::move(multiword));
     const CheckpointInfo got = load_checkpoint<float>(path, model.net_.parameter_store(), nullptr);
     if (info) *info = got;

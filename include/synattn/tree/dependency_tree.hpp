@@ -21,11 +21,7 @@ class DependencyTree {
   // `heads` in canonical form (0-based, root = -1). Validates; throws TreeError
   // naming `sentence` and the word.
   explicit DependencyTree(std::vector<int> heads, Structure structure = Structure::Tree,
-                          std::string sentence = {})
-      : heads_(std::move(heads)), structure_(structure), sentence_(std::move(sentence)) {
-    validate_heads(heads_, structure_, sentence_);
-    build();
-  }
+                          std::string sentence = {});
 
   // Converts from `convention` first: the convention is always explicit.
   static DependencyTree from_heads(const std::vector<int>& heads, HeadConvention convention,
@@ -93,108 +89,11 @@ class DependencyTree {
   }
 
  private:
-  void build() {
-    const std::size_t n = heads_.size();
-    // Children lists in CSR form (counting sort keeps word order).
-    child_offset_.assign(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i)
-      if (heads_[i] >= 0) ++child_offset_[static_cast<std::size_t>(heads_[i]) + 1];
-    for (std::size_t i = 0; i < n; ++i) child_offset_[i + 1] += child_offset_[i];
-    child_list_.assign(child_offset_[n], 0);
-    std::vector<int> fill(child_offset_.begin(), child_offset_.end() - 1);
-    roots_.clear();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (heads_[i] >= 0)
-        child_list_[static_cast<std::size_t>(fill[static_cast<std::size_t>(heads_[i])]++)] =
-            static_cast<int>(i);
-      else
-        roots_.push_back(static_cast<int>(i));
-    }
-
-    // Iterative DFS (no recursion: a path-like tree of 10^5 words must not
-    // overflow the stack).
-    preorder_.clear();
-    preorder_.reserve(n);
-    position_.assign(n, 0);
-    depth_.assign(n, 0);
-    tree_of_.assign(n, 0);
-    std::vector<int> stack;
-    stack.reserve(n);
-    for (std::size_t t = 0; t < roots_.size(); ++t) {
-      stack.push_back(roots_[t]);
-      while (!stack.empty()) {
-        const int w = stack.back();
-        stack.pop_back();
-        position_[static_cast<std::size_t>(w)] = static_cast<int>(preorder_.size());
-        preorder_.push_back(w);
-        tree_of_[static_cast<std::size_t>(w)] = static_cast<int>(t);
-        // Push in reverse so children are visited in word order.
-        for (const int* c = children_end(w); c != children_begin(w);) {
-          --c;
-          depth_[static_cast<std::size_t>(*c)] = depth_[static_cast<std::size_t>(w)] + 1;
-          stack.push_back(*c);
-        }
-      }
-    }
-
-    // Subtree sizes and spans, accumulated children-first (reverse preorder).
-    subtree_size_.assign(n, 1);
-    std::vector<int> lo(n), hi(n);
-    for (std::size_t i = 0; i < n; ++i) lo[i] = hi[i] = static_cast<int>(i);
-    for (std::size_t k = n; k-- > 0;) {
-      const int w = preorder_[k];
-      const int h = heads_[static_cast<std::size_t>(w)];
-      if (h < 0) continue;
-      const auto hs = static_cast<std::size_t>(h), ws = static_cast<std::size_t>(w);
-      subtree_size_[hs] += subtree_size_[ws];
-      lo[hs] = lo[ws] < lo[hs] ? lo[ws] : lo[hs];
-      hi[hs] = hi[ws] > hi[hs] ? hi[ws] : hi[hs];
-    }
-    projective_ = true;
-    for (std::size_t i = 0; i < n && projective_; ++i)
-      projective_ = hi[i] - lo[i] + 1 == subtree_size_[i];
-
-    interval_offset_.assign(n + 1, 0);
-    if (projective_) {
-      intervals_.resize(n);
-      for (std::size_t w = 0; w < n; ++w) {
-        interval_offset_[w + 1] = static_cast<int>(w + 1);
-        intervals_[w] = {lo[w], hi[w] + 1};
-      }
-    } else {
-      merge_intervals_bottom_up();
-    }
-  }
-
+  void build();
   // Non-projective: each subtree's list is its own word merged with its
   // children's lists, children first (reverse preorder). Memory is the sum
   // of the list lengths, which is what the distance kernels walk anyway.
-  void merge_intervals_bottom_up() {
-    const std::size_t n = heads_.size();
-    std::vector<std::vector<Interval>> lists(n);
-    std::vector<Interval> merged;
-    for (std::size_t k = n; k-- > 0;) {
-      const int w = preorder_[k];
-      merged.assign(1, {w, w + 1});
-      for (const int* c = children_begin(w); c != children_end(w); ++c) {
-        const auto& child = lists[static_cast<std::size_t>(*c)];
-        merged.insert(merged.end(), child.begin(), child.end());
-      }
-      std::sort(merged.begin(), merged.end());
-      auto& mine = lists[static_cast<std::size_t>(w)];
-      for (const auto& iv : merged) {
-        if (!mine.empty() && mine.back().second >= iv.first)
-          mine.back().second = std::max(mine.back().second, iv.second);
-        else
-          mine.push_back(iv);
-      }
-    }
-    intervals_.clear();
-    for (std::size_t w = 0; w < n; ++w) {
-      intervals_.insert(intervals_.end(), lists[w].begin(), lists[w].end());
-      interval_offset_[w + 1] = static_cast<int>(intervals_.size());
-    }
-  }
+  void merge_intervals_bottom_up();
 
   std::vector<int> heads_;
   Structure structure_ = Structure::Tree;
@@ -205,6 +104,126 @@ class DependencyTree {
   std::vector<Interval> intervals_;
   bool projective_ = true;
 };
+
+// The definitions that validate a tree and build its indexes: inline in a
+// header-only build. With SYNATTN_COMPILED (linking synattn::compiled) a
+// program sees them declared only and links the library's one copy
+// (src/compiled.cpp defines SYNATTN_TREES_SOURCE), so a file that builds
+// trees compiles none of it; bias/bucket_batch.hpp's make_bucket_batch
+// follows the same rule.
+#if defined(SYNATTN_TREES_SOURCE)
+#define SYNATTN_TREES_INLINE
+#else
+#define SYNATTN_TREES_INLINE inline
+#endif
+
+#if !defined(SYNATTN_COMPILED) || defined(SYNATTN_TREES_SOURCE)
+SYNATTN_TREES_INLINE DependencyTree::DependencyTree(std::vector<int> heads, Structure structure, std::string sentence)
+    : heads_(std::move(heads)), structure_(structure), sentence_(std::move(sentence)) {
+  validate_heads(heads_, structure_, sentence_);
+  build();
+}
+
+SYNATTN_TREES_INLINE void DependencyTree::build() {
+  const std::size_t n = heads_.size();
+  // Children lists in CSR form (counting sort keeps word order).
+  child_offset_.assign(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (heads_[i] >= 0) ++child_offset_[static_cast<std::size_t>(heads_[i]) + 1];
+  for (std::size_t i = 0; i < n; ++i) child_offset_[i + 1] += child_offset_[i];
+  child_list_.assign(child_offset_[n], 0);
+  std::vector<int> fill(child_offset_.begin(), child_offset_.end() - 1);
+  roots_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (heads_[i] >= 0)
+      child_list_[static_cast<std::size_t>(fill[static_cast<std::size_t>(heads_[i])]++)] =
+          static_cast<int>(i);
+    else
+      roots_.push_back(static_cast<int>(i));
+  }
+
+  // Iterative DFS (no recursion: a path-like tree of 10^5 words must not
+  // overflow the stack).
+  preorder_.clear();
+  preorder_.reserve(n);
+  position_.assign(n, 0);
+  depth_.assign(n, 0);
+  tree_of_.assign(n, 0);
+  std::vector<int> stack;
+  stack.reserve(n);
+  for (std::size_t t = 0; t < roots_.size(); ++t) {
+    stack.push_back(roots_[t]);
+    while (!stack.empty()) {
+      const int w = stack.back();
+      stack.pop_back();
+      position_[static_cast<std::size_t>(w)] = static_cast<int>(preorder_.size());
+      preorder_.push_back(w);
+      tree_of_[static_cast<std::size_t>(w)] = static_cast<int>(t);
+      // Push in reverse so children are visited in word order.
+      for (const int* c = children_end(w); c != children_begin(w);) {
+        --c;
+        depth_[static_cast<std::size_t>(*c)] = depth_[static_cast<std::size_t>(w)] + 1;
+        stack.push_back(*c);
+      }
+    }
+  }
+
+  // Subtree sizes and spans, accumulated children-first (reverse preorder).
+  subtree_size_.assign(n, 1);
+  std::vector<int> lo(n), hi(n);
+  for (std::size_t i = 0; i < n; ++i) lo[i] = hi[i] = static_cast<int>(i);
+  for (std::size_t k = n; k-- > 0;) {
+    const int w = preorder_[k];
+    const int h = heads_[static_cast<std::size_t>(w)];
+    if (h < 0) continue;
+    const auto hs = static_cast<std::size_t>(h), ws = static_cast<std::size_t>(w);
+    subtree_size_[hs] += subtree_size_[ws];
+    lo[hs] = lo[ws] < lo[hs] ? lo[ws] : lo[hs];
+    hi[hs] = hi[ws] > hi[hs] ? hi[ws] : hi[hs];
+  }
+  projective_ = true;
+  for (std::size_t i = 0; i < n && projective_; ++i)
+    projective_ = hi[i] - lo[i] + 1 == subtree_size_[i];
+
+  interval_offset_.assign(n + 1, 0);
+  if (projective_) {
+    intervals_.resize(n);
+    for (std::size_t w = 0; w < n; ++w) {
+      interval_offset_[w + 1] = static_cast<int>(w + 1);
+      intervals_[w] = {lo[w], hi[w] + 1};
+    }
+  } else {
+    merge_intervals_bottom_up();
+  }
+}
+
+SYNATTN_TREES_INLINE void DependencyTree::merge_intervals_bottom_up() {
+  const std::size_t n = heads_.size();
+  std::vector<std::vector<Interval>> lists(n);
+  std::vector<Interval> merged;
+  for (std::size_t k = n; k-- > 0;) {
+    const int w = preorder_[k];
+    merged.assign(1, {w, w + 1});
+    for (const int* c = children_begin(w); c != children_end(w); ++c) {
+      const auto& child = lists[static_cast<std::size_t>(*c)];
+      merged.insert(merged.end(), child.begin(), child.end());
+    }
+    std::sort(merged.begin(), merged.end());
+    auto& mine = lists[static_cast<std::size_t>(w)];
+    for (const auto& iv : merged) {
+      if (!mine.empty() && mine.back().second >= iv.first)
+        mine.back().second = std::max(mine.back().second, iv.second);
+      else
+        mine.push_back(iv);
+    }
+  }
+  intervals_.clear();
+  for (std::size_t w = 0; w < n; ++w) {
+    intervals_.insert(intervals_.end(), lists[w].begin(), lists[w].end());
+    interval_offset_[w + 1] = static_cast<int>(intervals_.size());
+  }
+}
+#endif
 
 }  // namespace synattn
 

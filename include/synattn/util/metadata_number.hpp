@@ -7,7 +7,7 @@
 // Every number of a file's metadata goes through here: a checkpoint's step
 // and its optimiser's step count (train/checkpoint.hpp: parser and tagger
 // checkpoints alike), a model's options (parse/parser_model.hpp, through
-// parse::detail::checked_integer) and the parse program's training state.
+// detail::checked_integer, io/json_fields.hpp) and the parse program's training state.
 //
 //   whole_number(text, lo, hi, out)  text is decimal digits with an optional
 //                                    leading '-', nothing else (no spaces, no

@@ -25,6 +25,39 @@ inline std::string shipped_model_path(const char* env_var, const char* compiled_
 #endif
 }
 
+namespace detail {
+// The paths a program compiled in (the examples: the source tree's models/).
+#if defined(SYNATTN_DEFAULT_TOKENIZER_MODEL)
+inline constexpr const char* kCompiledTokenizerModel = SYNATTN_DEFAULT_TOKENIZER_MODEL;
+#else
+inline constexpr const char* kCompiledTokenizerModel = nullptr;
+#endif
+#if defined(SYNATTN_DEFAULT_PARSER_MODEL)
+inline constexpr const char* kCompiledParserModel = SYNATTN_DEFAULT_PARSER_MODEL;
+#else
+inline constexpr const char* kCompiledParserModel = nullptr;
+#endif
+}  // namespace detail
+
+// The shipped English tokenizer: $SYNATTN_TOKENIZER_MODEL,
+// SYNATTN_DEFAULT_TOKENIZER_MODEL, the package's models folder, or
+// models/en_ewt.tokenizer.safetensors.
+namespace text {
+inline std::string default_tokenizer_path() {
+  return shipped_model_path("SYNATTN_TOKENIZER_MODEL", synattn::detail::kCompiledTokenizerModel,
+                            "en_ewt.tokenizer.safetensors");
+}
+}  // namespace text
+
+// The shipped English parser: $SYNATTN_PARSER_MODEL,
+// SYNATTN_DEFAULT_PARSER_MODEL, the package's models folder, or
+// models/en_ewt.parser.safetensors.
+namespace parse {
+inline std::string default_model_path() {
+  return shipped_model_path("SYNATTN_PARSER_MODEL", synattn::detail::kCompiledParserModel,
+                            "en_ewt.parser.safetensors");
+}
+}  // namespace parse
 }  // namespace synattn
 
 #endif  // SYNATTN_UTIL_MODEL_PATHS_HPP
