@@ -170,6 +170,13 @@ class Optimizer {
   void check_hyper(bool ok, const std::string& what, double got) const {
     if (!ok) throw Error(kind() + ": " + what + ", got " + number(got));
   }
+  // The hyper-parameters every optimiser has, checked by the derived
+  // constructor first (the base's cannot: kind() names the derived class).
+  void check_lr_and_weight_decay() {
+    set_lr(lr_);
+    check_hyper(weight_decay_ >= 0 && std::isfinite(weight_decay_), "weight_decay must be finite and >= 0",
+                weight_decay_);
+  }
 
   std::vector<Vector> state_;
   long long steps_ = 0;
@@ -235,11 +242,9 @@ class Sgd final : public Optimizer<Scalar> {
  public:
   explicit Sgd(const SgdOptions& options, ParameterGroups groups = {})
       : Base(options.lr, options.weight_decay, std::move(groups)), o_(options) {
-    this->set_lr(o_.lr);
+    this->check_lr_and_weight_decay();
     this->check_hyper(o_.momentum >= 0 && std::isfinite(o_.momentum), "momentum must be finite and >= 0", o_.momentum);
     this->check_hyper(std::isfinite(o_.dampening), "dampening must be finite", o_.dampening);
-    this->check_hyper(o_.weight_decay >= 0 && std::isfinite(o_.weight_decay), "weight_decay must be finite and >= 0",
-                      o_.weight_decay);
     if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
       throw Error("sgd: nesterov needs momentum > 0 and dampening == 0 (as torch.optim.SGD), got momentum " +
                   Base::number(o_.momentum) + ", dampening " + Base::number(o_.dampening));
@@ -342,12 +347,10 @@ class Adam final : public Optimizer<Scalar> {
  public:
   explicit Adam(const AdamOptions& options, ParameterGroups groups = {})
       : Base(options.lr, options.weight_decay, std::move(groups)), o_(options) {
-    this->set_lr(o_.lr);
+    this->check_lr_and_weight_decay();
     this->check_hyper(o_.beta1 >= 0 && o_.beta1 < 1, "beta1 must be in [0, 1)", o_.beta1);
     this->check_hyper(o_.beta2 >= 0 && o_.beta2 < 1, "beta2 must be in [0, 1)", o_.beta2);
     this->check_hyper(o_.eps >= 0 && std::isfinite(o_.eps), "eps must be finite and >= 0", o_.eps);
-    this->check_hyper(o_.weight_decay >= 0 && std::isfinite(o_.weight_decay), "weight_decay must be finite and >= 0",
-                      o_.weight_decay);
   }
 
   std::string kind() const override { return o_.decoupled_weight_decay ? "adamw" : "adam"; }

@@ -15,6 +15,7 @@
 #define SYNATTN_TREE_SUBWORD_HPP
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -218,8 +219,11 @@ void token_distances(const DependencyTree& tree, const std::vector<int>& token_t
 
 namespace detail {
 
+// The checks of batch_token_distances and its directed form, before
+// anything is written: one map per tree, each tree's tokens within n_max,
+// valid maps, cross_distance >= 0.
 inline void check_token_batch(const char* fn, const std::vector<DependencyTree>& trees,
-                              const std::vector<std::vector<int>>& maps, Index n_max) {
+                              const std::vector<std::vector<int>>& maps, Index n_max, long long cross_distance) {
   if (maps.size() != trees.size())
     throw Error(std::string(fn) + ": " + std::to_string(trees.size()) + " trees but " +
                 std::to_string(maps.size()) + " token maps; expected one map per tree");
@@ -227,6 +231,37 @@ inline void check_token_batch(const char* fn, const std::vector<DependencyTree>&
     check_fits(fn, b, trees[b].sentence(), static_cast<long long>(maps[b].size()), n_max, "tokens");
     validate_token_map(maps[b], trees[b].size(), batch_item_name(b, trees[b].sentence()));
   }
+  if (cross_distance < 0)
+    throw Error(std::string(fn) + ": cross_distance must be >= 0, got " + std::to_string(cross_distance));
+}
+
+// The token-level batch of K word-level matrices per tree (distances: one;
+// directed: up and down): word_matrices(tree, scratch, w) fills the w x w
+// corner of each of the K scratch matrices, which are expanded to the
+// tree's tokens in outs[k] (its padding -1). One word-level scratch per
+// output serves the whole batch. Returns the token counts.
+template <class T, std::size_t K, class WordMatrices>
+std::vector<int> expand_token_batch(const std::vector<DependencyTree>& trees,
+                                    const std::vector<std::vector<int>>& token_to_word,
+                                    const std::array<Eigen::Ref<RowMajorMatrix<T>>*, K>& outs,
+                                    WordMatrices&& word_matrices) {
+  const Index n_max = outs[0]->cols();
+  const int w_max = longest(trees);
+  std::array<RowMajorMatrix<T>, K> scratch;
+  for (auto& m : scratch) m.resize(w_max, w_max);
+  std::vector<int> lengths(trees.size());
+  for (std::size_t b = 0; b < trees.size(); ++b) {
+    const Index w = trees[b].size();
+    const Index t = static_cast<Index>(token_to_word[b].size());
+    word_matrices(trees[b], scratch, w);
+    for (std::size_t k = 0; k < K; ++k) {
+      expand_rows<T>(scratch[k].topLeftCorner(w, w), token_to_word[b],
+                     outs[k]->block(static_cast<Index>(b) * n_max, 0, t, t));
+      fill_padding<T>(*outs[k], static_cast<Index>(b), t);
+    }
+    lengths[b] = static_cast<int>(t);
+  }
+  return lengths;
 }
 
 }  // namespace detail
@@ -244,24 +279,12 @@ std::vector<int> batch_token_distances(const std::vector<DependencyTree>& trees,
                                        long long cross_distance = std::numeric_limits<T>::max()) {
   detail::check_distance_type<T>();
   const char* fn = "batch_token_distances";
-  const Index n_max = out.cols();
-  detail::check_batch_shape(fn, "out", out.rows(), n_max, trees.size());
-  detail::check_token_batch(fn, trees, token_to_word, n_max);
-  if (cross_distance < 0)
-    throw Error(std::string(fn) + ": cross_distance must be >= 0, got " + std::to_string(cross_distance));
-  const int w_max = longest(trees);
-  RowMajorMatrix<T> scratch(w_max, w_max);
-  std::vector<int> lengths(trees.size());
-  for (std::size_t b = 0; b < trees.size(); ++b) {
-    const Index w = trees[b].size();
-    const Index t = static_cast<Index>(token_to_word[b].size());
-    pairwise_distances<T>(trees[b], scratch.topLeftCorner(w, w), cross_distance);
-    detail::expand_rows<T>(scratch.topLeftCorner(w, w), token_to_word[b],
-                           out.block(static_cast<Index>(b) * n_max, 0, t, t));
-    detail::fill_padding<T>(out, static_cast<Index>(b), t);
-    lengths[b] = static_cast<int>(t);
-  }
-  return lengths;
+  detail::check_batch_shape(fn, "out", out.rows(), out.cols(), trees.size());
+  detail::check_token_batch(fn, trees, token_to_word, out.cols(), cross_distance);
+  return detail::expand_token_batch<T, 1>(
+      trees, token_to_word, {&out}, [cross_distance](const DependencyTree& tree, auto& scratch, Index w) {
+        pairwise_distances<T>(tree, scratch[0].topLeftCorner(w, w), cross_distance);
+      });
 }
 
 // Directed form of batch_token_distances.
@@ -273,31 +296,15 @@ std::vector<int> batch_token_directed_distances(const std::vector<DependencyTree
                                                 long long cross_distance = std::numeric_limits<T>::max()) {
   detail::check_distance_type<T>();
   const char* fn = "batch_token_directed_distances";
-  const Index n_max = up.cols();
-  detail::check_batch_shape(fn, "up", up.rows(), n_max, trees.size());
+  detail::check_batch_shape(fn, "up", up.rows(), up.cols(), trees.size());
   if (down.rows() != up.rows() || down.cols() != up.cols())
     throw Error(std::string(fn) + ": output 'down' is " + shape_text(down.rows(), down.cols()) + " but 'up' is " +
                 shape_text(up.rows(), up.cols()) + "; they must match");
-  detail::check_token_batch(fn, trees, token_to_word, n_max);
-  if (cross_distance < 0)
-    throw Error(std::string(fn) + ": cross_distance must be >= 0, got " + std::to_string(cross_distance));
-  const int w_max = longest(trees);
-  RowMajorMatrix<T> scratch_up(w_max, w_max), scratch_down(w_max, w_max);
-  std::vector<int> lengths(trees.size());
-  for (std::size_t b = 0; b < trees.size(); ++b) {
-    const Index w = trees[b].size();
-    const Index t = static_cast<Index>(token_to_word[b].size());
-    const Index top = static_cast<Index>(b) * n_max;
-    directed_distances<T>(trees[b], scratch_up.topLeftCorner(w, w), scratch_down.topLeftCorner(w, w),
-                          cross_distance);
-    detail::expand_rows<T>(scratch_up.topLeftCorner(w, w), token_to_word[b], up.block(top, 0, t, t));
-    detail::expand_rows<T>(scratch_down.topLeftCorner(w, w), token_to_word[b],
-                           down.block(top, 0, t, t));
-    detail::fill_padding<T>(up, static_cast<Index>(b), t);
-    detail::fill_padding<T>(down, static_cast<Index>(b), t);
-    lengths[b] = static_cast<int>(t);
-  }
-  return lengths;
+  detail::check_token_batch(fn, trees, token_to_word, up.cols(), cross_distance);
+  return detail::expand_token_batch<T, 2>(
+      trees, token_to_word, {&up, &down}, [cross_distance](const DependencyTree& tree, auto& scratch, Index w) {
+        directed_distances<T>(tree, scratch[0].topLeftCorner(w, w), scratch[1].topLeftCorner(w, w), cross_distance);
+      });
 }
 
 }  // namespace synattn
