@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <synattn/parse/parser_model.hpp>
@@ -102,21 +103,33 @@ TEST_CASE("Pipeline refuses a sentence past the limit by name, sentence and byte
   CHECK(doc.sentences[1].words.back().head >= 0);
 }
 
-TEST_CASE("Pipeline copies share their read-only models and parse alike", "[parse][pipeline]") {
-  const Pipeline pipeline(text::TokenizerModel::load(synattn_test::data_path("models/en_ewt.tokenizer.safetensors")),
-                          shipped_parser());
+TEST_CASE("Pipeline copies and moves share their read-only models and parse alike", "[parse][pipeline]") {
+  Pipeline pipeline(text::TokenizerModel::load(synattn_test::data_path("models/en_ewt.tokenizer.safetensors")),
+                    shipped_parser());
   const Pipeline copy = pipeline;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the point
   CHECK(&copy.tokenizer() == &pipeline.tokenizer());
   CHECK(&copy.parser() == &pipeline.parser());
-  const text::Document a = pipeline.parse_text("The cat sat. It slept.");
-  const text::Document b = copy.parse_text("The cat sat. It slept.");
-  REQUIRE(a.sentences.size() == 2);
-  REQUIRE(b.sentences.size() == 2);
-  for (std::size_t s = 0; s < 2; ++s)
-    for (std::size_t i = 0; i < a.sentences[s].words.size(); ++i) {
-      CHECK(a.sentences[s].words[i].head == b.sentences[s].words[i].head);
-      CHECK(a.sentences[s].words[i].deprel == b.sentences[s].words[i].deprel);
+  const auto same_parse = [](const text::Document& a, const text::Document& b) {
+    REQUIRE(a.sentences.size() == b.sentences.size());
+    for (std::size_t s = 0; s < a.sentences.size(); ++s) {
+      REQUIRE(a.sentences[s].words.size() == b.sentences[s].words.size());
+      for (std::size_t i = 0; i < a.sentences[s].words.size(); ++i) {
+        CHECK(a.sentences[s].words[i].head == b.sentences[s].words[i].head);
+        CHECK(a.sentences[s].words[i].deprel == b.sentences[s].words[i].deprel);
+      }
     }
-  Pipeline moved = Pipeline(copy);
-  CHECK(&moved.parser() == &pipeline.parser());
+  };
+  const std::string text = "The cat sat. It slept.";
+  const text::Document a = pipeline.parse_text(text);
+  REQUIRE(a.sentences.size() == 2);
+  same_parse(a, copy.parse_text(text));
+  // A moved-from pipeline keeps its models (no null to dereference).
+  const Pipeline moved = std::move(pipeline);
+  CHECK(&moved.parser() == &copy.parser());
+  same_parse(a, moved.parse_text(text));
+  same_parse(a, pipeline.parse_text(text));  // NOLINT(bugprone-use-after-move): the point of the check
+  Pipeline assigned = copy;
+  assigned = std::move(pipeline);
+  same_parse(a, assigned.parse_text(text));
+  same_parse(a, pipeline.parse_text(text));  // NOLINT(bugprone-use-after-move)
 }

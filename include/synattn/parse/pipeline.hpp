@@ -14,7 +14,8 @@
 // safe to call from several threads at once, and its result does not depend
 // on the number of threads.
 //
-// Copies of a Pipeline share its models, which nothing changes after loading.
+// Copies of a Pipeline (and moves: a moved-from one still parses) share its
+// models, which nothing changes after loading.
 //
 // Needs nlohmann-json (link synattn::checkpoint). Linking synattn::compiled
 // built with it (SYNATTN_COMPILED_PIPELINE) makes this header light: the
@@ -52,6 +53,15 @@ inline DependencyTree sentence_tree(const text::Sentence& s) {
 class Pipeline {
  public:
   Pipeline(text::TokenizerModel tokenizer, ParserModel parser);
+  // Copies and moves share the models: a moved-from pipeline still parses
+  // (a plain move would leave it holding none, and a call on it would crash).
+  Pipeline(const Pipeline&) = default;
+  Pipeline(Pipeline&& other) noexcept : models_(other.models_) {}
+  Pipeline& operator=(const Pipeline&) = default;
+  Pipeline& operator=(Pipeline&& other) noexcept {
+    models_ = other.models_;
+    return *this;
+  }
 
   // The shipped English models (text::default_tokenizer_path(), default_model_path()).
   // Inline in every mode: the models' folder is the program's

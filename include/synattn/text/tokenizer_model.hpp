@@ -44,9 +44,9 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../io/json_fields.hpp"
 #include "../io/model_metadata.hpp"
 #include "../io/safetensors.hpp"
-#include "../io/json_fields.hpp"
 #include "../train/checkpoint.hpp"
 #include "../util/finite.hpp"
 #include "../util/model_paths.hpp"
