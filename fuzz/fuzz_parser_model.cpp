@@ -81,7 +81,7 @@ void write_seeds(const std::string& dir) {
       m.save_half(name("half"));
     }
   const ParserModel m = tiny_model(true, true);
-  const std::string options = options_to_json(m.options());
+  const std::string options = synattn::options_to_json(m.options());
   const auto edited = [&](const char* what, const std::string& key, const std::string& value) {
     nlohmann::json j = nlohmann::json::parse(options);
     j[key] = nlohmann::json::parse(value);

@@ -51,10 +51,10 @@ void check_parser_metadata(const synattn::SafetensorsFile& f) {
   const auto options = f.metadata.find("parser.options");
   if (options != f.metadata.end()) {
     try {
-      const synattn::parse::ParserOptions o = synattn::parse::options_from_json(options->second);
+      const synattn::parse::ParserOptions o = synattn::options_from_json<synattn::parse::ParserOptions>(options->second);
       // Accepted options are valid, and their JSON reads back as the same JSON.
-      const std::string again = synattn::parse::options_to_json(o);
-      require(synattn::parse::options_to_json(synattn::parse::options_from_json(again)) == again);
+      const std::string again = synattn::options_to_json(o);
+      require(synattn::options_to_json(synattn::options_from_json<synattn::parse::ParserOptions>(again)) == again);
     } catch (const synattn::Error&) {
     }
   }

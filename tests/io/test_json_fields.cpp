@@ -30,16 +30,25 @@ struct Options {
   }
 };
 
-const auto option_fields = [](auto& o, auto&& visit) {
-  visit("size", o.size);
-  visit("seed", o.seed);
-  visit("flag", o.flag);
-  visit("rate", o.rate);
-  visit("steps", o.steps);
+}  // namespace
+
+template <>
+struct synattn::JsonFields<Options> {
+  static constexpr const char* what = "test options";
+  template <class O, class Visit>
+  static void visit(O& o, Visit&& visit) {
+    visit("size", o.size);
+    visit("seed", o.seed);
+    visit("flag", o.flag);
+    visit("rate", o.rate);
+    visit("steps", o.steps);
+  }
 };
 
-std::string to_json(const Options& o) { return json::options_to_json(o, option_fields); }
-Options from_json(const std::string& text) { return json::options_from_json<Options>(text, "test options", option_fields); }
+namespace {
+
+std::string to_json(const Options& o) { return synattn::options_to_json(o); }
+Options from_json(const std::string& text) { return synattn::options_from_json<Options>(text); }
 
 // `text` of Options' defaults with `key` set to the JSON `value` (or removed when empty).
 std::string edited(const std::string& key, const std::string& value) {

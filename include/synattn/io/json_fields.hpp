@@ -4,8 +4,10 @@
 //   checked_integer<T>(v, what)     v as a T, or Error "WHAT is 'V', expected
 //                                   an integer in [lo, hi]"
 //   checked_integers<T>(v, what)    an array of them
-//   options_to_json(o, fields)      an options struct as a JSON object
-//   options_from_json<Options>(text, what, fields)
+//   JsonFields<Options>             an options struct's keys, specialised
+//                                   once beside the struct
+//   options_to_json(o)              the struct as a JSON object
+//   options_from_json<Options>(text)
 //                                   the struct back, every key required, then
 //                                   its validate()
 //
@@ -15,11 +17,11 @@
 // one metadata-number helper (util/metadata_number.hpp), so the rule and the
 // message are those of every other number a file's metadata holds.
 //
-// An options struct lists its keys once, as a callable fields(o, visit) that
-// calls visit(key, o.member) for each (parse::parser_option_fields,
-// text::tokenizer_option_fields); both directions walk that list, so no key
-// is written under one name and read under another, or written and never
-// read. Reading needs every key (a file from another version fails naming
+// An options struct lists its keys once, in its JsonFields specialisation
+// (parse::ParserOptions in parse/parser_model.hpp, text::TokenizerOptions in
+// text/tokenizer_model.hpp); both directions walk that list, so no key is
+// written under one name and read under another, or written and never read.
+// Reading needs every key (a file from another version fails naming
 // the key, rather than building a different model): integers whole and in
 // their type's range, booleans as booleans, reals as numbers, integer lists
 // as arrays of at most kMaxJsonList.
@@ -90,19 +92,34 @@ void read_json_field(const nlohmann::json& j, const char* key, T& out, const std
   }
 }
 
-template <class Options, class Fields>
-std::string options_to_json(const Options& o, const Fields& fields) {
+}  // namespace detail
+
+// The keys of Options in JSON and its name in messages, as fmt::formatter is
+// specialised per type:
+//   template <> struct JsonFields<MyOptions> {
+//     static constexpr const char* what = "my options";
+//     template <class O, class Visit>
+//     static void visit(O& o, Visit&& v) { v("size", o.size); v("rate", o.rate); }
+//   };
+// visit(o, v) calls v(key, o.member) once per key, for a const o (writing)
+// and a mutable one (reading).
+template <class Options>
+struct JsonFields;
+
+template <class Options>
+std::string options_to_json(const Options& o) {
   nlohmann::json j = nlohmann::json::object();
-  fields(o, [&j](const char* key, const auto& member) { j[key] = member; });
+  JsonFields<Options>::visit(o, [&j](const char* key, const auto& member) { j[key] = member; });
   return j.dump();
 }
 
-template <class Options, class Fields>
-Options options_from_json(const std::string& text, const std::string& what, const Fields& fields) {
+template <class Options>
+Options options_from_json(const std::string& text) {
+  const std::string what = JsonFields<Options>::what;
   Options o;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    fields(o, [&](const char* key, auto& member) { read_json_field(j, key, member, what); });
+    JsonFields<Options>::visit(o, [&](const char* key, auto& member) { detail::read_json_field(j, key, member, what); });
   } catch (const nlohmann::json::exception& e) {
     throw Error(what + ": " + e.what());
   }
@@ -110,7 +127,6 @@ Options options_from_json(const std::string& text, const std::string& what, cons
   return o;
 }
 
-}  // namespace detail
 }  // namespace synattn
 
 #endif  // SYNATTN_IO_JSON_FIELDS_HPP

@@ -4,7 +4,7 @@
 // and whatever fails while a value is read is reported against the file.
 //
 //   const ModelMetadata meta(file, path, "parser", kParserFormat);
-//   meta.read([&] { options = options_from_json(meta.at("parser.options")); });
+//   meta.read([&] { options = options_from_json<ParserOptions>(meta.at("parser.options")); });
 #ifndef SYNATTN_IO_MODEL_METADATA_HPP
 #define SYNATTN_IO_MODEL_METADATA_HPP
 

@@ -42,49 +42,46 @@
 #include "sentence_length.hpp"
 
 namespace synattn {
+
+// A model file's parser.options (io/json_fields.hpp).
+template <>
+struct JsonFields<parse::ParserOptions> {
+  static constexpr const char* what = "parser options";
+  template <class O, class Visit>
+  static void visit(O& o, Visit&& visit) {
+    visit("num_words", o.num_words);
+    visit("num_chars", o.num_chars);
+    visit("num_upos", o.num_upos);
+    visit("num_labels", o.num_labels);
+    visit("word_dim", o.word_dim);
+    visit("char_dim", o.char_dim);
+    visit("char_filters", o.char_filters);
+    visit("char_width", o.char_width);
+    visit("use_chars", o.use_chars);
+    visit("d_model", o.d_model);
+    visit("heads", o.heads);
+    visit("d_ff", o.d_ff);
+    visit("layers", o.layers);
+    visit("relative_bias", o.relative_bias);
+    visit("bias_per_head", o.bias_per_head);
+    visit("absolute_positions", o.absolute_positions);
+    visit("arc_dim", o.arc_dim);
+    visit("label_dim", o.label_dim);
+    visit("leaky_slope", o.leaky_slope);
+    visit("embedding_dropout", o.embedding_dropout);
+    visit("encoder_dropout", o.encoder_dropout);
+    visit("attention_dropout", o.attention_dropout);
+    visit("mlp_dropout", o.mlp_dropout);
+    visit("upos_weight", o.upos_weight);
+    visit("max_length", o.max_length);
+    visit("seed", o.seed);
+  }
+};
+
 namespace parse {
 
 constexpr const char* kParserFormat = "synattn.parser.v1";
 
-// The keys of a model file's parser.options, listed once for writing
-// and reading (io/json_fields.hpp); every key must be present when read (a
-// file from another version fails naming the key, rather than building a
-// different model).
-inline constexpr auto parser_option_fields = [](auto& o, auto&& visit) {
-  visit("num_words", o.num_words);
-  visit("num_chars", o.num_chars);
-  visit("num_upos", o.num_upos);
-  visit("num_labels", o.num_labels);
-  visit("word_dim", o.word_dim);
-  visit("char_dim", o.char_dim);
-  visit("char_filters", o.char_filters);
-  visit("char_width", o.char_width);
-  visit("use_chars", o.use_chars);
-  visit("d_model", o.d_model);
-  visit("heads", o.heads);
-  visit("d_ff", o.d_ff);
-  visit("layers", o.layers);
-  visit("relative_bias", o.relative_bias);
-  visit("bias_per_head", o.bias_per_head);
-  visit("absolute_positions", o.absolute_positions);
-  visit("arc_dim", o.arc_dim);
-  visit("label_dim", o.label_dim);
-  visit("leaky_slope", o.leaky_slope);
-  visit("embedding_dropout", o.embedding_dropout);
-  visit("encoder_dropout", o.encoder_dropout);
-  visit("attention_dropout", o.attention_dropout);
-  visit("mlp_dropout", o.mlp_dropout);
-  visit("upos_weight", o.upos_weight);
-  visit("max_length", o.max_length);
-  visit("seed", o.seed);
-};
-
-inline std::string options_to_json(const ParserOptions& o) {
-  return synattn::detail::options_to_json(o, parser_option_fields);
-}
-inline ParserOptions options_from_json(const std::string& text) {
-  return synattn::detail::options_from_json<ParserOptions>(text, "parser options", parser_option_fields);
-}
 
 // Checks a model file's options against the tensors it holds, before any
 // layer is built from them (without it, a file whose metadata alone said
@@ -238,7 +235,7 @@ class ParserModel {
     ParserOptions options;
     ParserVocabulary vocabulary;
     meta.read([&] {
-      options = options_from_json(meta.at("parser.options"));
+      options = options_from_json<ParserOptions>(meta.at("parser.options"));
       vocabulary = ParserVocabulary::from_json(meta.at("parser.vocabulary"));
     });
     check_options_fit_tensors(path, options, file);  // before anything is built from them

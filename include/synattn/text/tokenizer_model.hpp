@@ -81,27 +81,26 @@ struct TokenizerOptions {
   }
 };
 
-// The keys of a model file's tokenizer.options, listed once for writing
-// and reading (io/json_fields.hpp); every key must be present when read (a
-// file from another version fails naming the key, rather than building a
-// different model).
-inline constexpr auto tokenizer_option_fields = [](auto& o, auto&& visit) {
-  visit("num_chars", o.net.num_chars);
-  visit("char_dim", o.net.char_dim);
-  visit("channels", o.net.channels);
-  visit("dilations", o.net.dilations);
-  visit("classes", o.net.classes);
-  visit("min_char_count", o.min_char_count);
-  visit("max_sentence_tokens", o.max_sentence_tokens);
-  visit("piece_chars", o.piece_chars);
+}  // namespace text
+
+// A model file's tokenizer.options (io/json_fields.hpp).
+template <>
+struct JsonFields<text::TokenizerOptions> {
+  static constexpr const char* what = "tokenizer options";
+  template <class O, class Visit>
+  static void visit(O& o, Visit&& visit) {
+    visit("num_chars", o.net.num_chars);
+    visit("char_dim", o.net.char_dim);
+    visit("channels", o.net.channels);
+    visit("dilations", o.net.dilations);
+    visit("classes", o.net.classes);
+    visit("min_char_count", o.min_char_count);
+    visit("max_sentence_tokens", o.max_sentence_tokens);
+    visit("piece_chars", o.piece_chars);
+  }
 };
 
-inline std::string tokenizer_options_to_json(const TokenizerOptions& o) {
-  return synattn::detail::options_to_json(o, tokenizer_option_fields);
-}
-inline TokenizerOptions tokenizer_options_from_json(const std::string& text) {
-  return synattn::detail::options_from_json<TokenizerOptions>(text, "tokenizer options", tokenizer_option_fields);
-}
+namespace text {
 
 class TokenizerModel {
  public:
@@ -126,7 +125,7 @@ class TokenizerModel {
 
   std::map<std::string, std::string> metadata() const {
     return {{"tokenizer.format", kTokenizerFormat},
-            {"tokenizer.options", tokenizer_options_to_json(options_)},
+            {"tokenizer.options", options_to_json(options_)},
             {"tokenizer.vocabulary", vocabulary_.to_json()},
             {"tokenizer.multiword", multiword_.to_json()}};
   }
@@ -145,7 +144,7 @@ class TokenizerModel {
     CharVocabulary vocabulary;
     MultiwordExpander multiword;
     meta.read([&] {
-      options = tokenizer_options_from_json(meta.at("tokenizer.options"));
+      options = options_from_json<TokenizerOptions>(meta.at("tokenizer.options"));
       vocabulary = CharVocabulary::from_json(meta.at("tokenizer.vocabulary"));
       multiword = MultiwordExpander::from_json(meta.at("tokenizer.multiword"));
       check_tensor_shapes(options, file);
