@@ -10,7 +10,8 @@
 // under a binding. rebind_parameters() repeats (3) only: a model calls it
 // after it was copied (its sub-layers are then unbound copies) or moved.
 // BoundModel holds a whole model's parts and does both, with the model's
-// copy and move rules.
+// copy and move rules; BoundModelAccess gives such a model its options() and
+// parameter API.
 #ifndef SYNATTN_NN_PARAMETER_BINDING_HPP
 #define SYNATTN_NN_PARAMETER_BINDING_HPP
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../util/parameter_access.hpp"
 #include "../util/parameters.hpp"
 #include "common.hpp"
 
@@ -139,6 +141,27 @@ class BoundModel : public State {
   }
 
   bool moved_from_ = false;
+};
+
+// What a model built on a BoundModel answers alike (the tagger, the parser):
+// its options and the one store behind ParameterAccess's API (parameters(),
+// parameter(name), ...). Self holds `BoundModel<State> s_`, State having
+// `options` and `root`, and befriends this class; Self's copies and moves
+// are its BoundModel's.
+template <class Self, class Options, class Scalar>
+class BoundModelAccess : public ParameterAccess<Self, Scalar> {
+ public:
+  const Options& options() const noexcept { return self().s_.options; }
+  ParameterStore<Scalar>& parameter_store() noexcept { return self().s_.root; }
+  const ParameterStore<Scalar>& parameter_store() const noexcept { return self().s_.root; }
+
+ protected:
+  BoundModelAccess() = default;
+  ~BoundModelAccess() = default;
+
+ private:
+  Self& self() noexcept { return static_cast<Self&>(*this); }
+  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
 };
 
 }  // namespace nn

@@ -174,16 +174,12 @@ struct TaggerCache {
 };
 
 template <class Scalar>
-class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<Scalar>, Scalar> {
+class SyntaxTransformerTagger : public BoundModelAccess<SyntaxTransformerTagger<Scalar>, TaggerOptions, Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Cache = TaggerCache<Scalar>;
 
   explicit SyntaxTransformerTagger(const TaggerOptions& options);
-  // Copies and moves are BoundModel's (nn/parameter_binding.hpp): a copy owns
-  // its own buffers (values copied); a moved model keeps working.
-
-  const TaggerOptions& options() const noexcept { return s_.options; }
 
   // logits (batch * n, classes), caller-sized. `dropout` null: eval mode.
   void forward(const TokenInput& input, Cache& c, Eigen::Ref<Matrix> logits,
@@ -228,12 +224,6 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
   // Argmax class per token (-1 on padding), through infer().
   IdVector predict(const TokenInput& input, Cache& workspace) const;
   IdVector predict(const PackedTokenInput& input, Cache& workspace) const;
-
-  // ---- Parameters: one flat buffer ----
-  // The rest of the parameter API (parameters(), parameter(name), ...) is
-  // ParameterAccess's (util/parameter_access.hpp).
-  ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
 
   // ---- Parts ----
   Embedding<Scalar>& embedding() noexcept { return s_.embedding; }
@@ -320,9 +310,7 @@ class SyntaxTransformerTagger : public ParameterAccess<SyntaxTransformerTagger<S
   // names compared, a handful of times per backward: negligible).
   Index stage_offset(const std::string& prefix) const;
 
-  // A moved-from model holds no layers: using it is refused by name (BoundModel).
-  void require_model(const char* fn) const { s_.require(fn); }
-
+  friend BoundModelAccess<SyntaxTransformerTagger, TaggerOptions, Scalar>;  // options() and parameter_store() read s_
   BoundModel<State> s_;  // the parts, bound into one buffer, with the copy and move rules
 };
 
@@ -394,7 +382,7 @@ template <class Input>
 void SyntaxTransformerTagger<Scalar>::run(const char* fn, const Input& input, const std::vector<int>& lengths,
                                           Cache& c, Eigen::Ref<Matrix> logits, const RandomStream* dropout,
                                           bool inference) const {
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   const Index n = check_input(fn, input);
   const Eigen::Ref<const IdVector>& tokens = input.ids;
   if (logits.rows() != tokens.size() || logits.cols() != s_.options.num_classes)
@@ -433,7 +421,7 @@ template <class Scalar>
 LossResult SyntaxTransformerTagger<Scalar>::loss(Cache& c, const Eigen::Ref<const Matrix>& logits,
                                                  const Eigen::Ref<const IdVector>& labels, double normaliser) const {
   const char* fn = "SyntaxTransformerTagger::loss";
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   c.stamp.check_filled(fn, s_.identity);
   check_class_rows(fn, "logits", logits, c, " (the forward pass's)");
   const LossResult r = s_.classifier.loss(logits, labels, c.lengths, normaliser, &c.dlogits);
@@ -446,7 +434,7 @@ void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const GradientsReady& o
   // Every check before the first gradient is written (the cache's owner,
   // its loss, a second backward), so a refused call changes nothing.
   const char* fn = "SyntaxTransformerTagger::backward";
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   c.stamp.check(fn, s_.identity);
   if (!c.has_loss) throw Error(std::string(fn) + ": call loss() on this cache first");
   backward_core(fn, c, c.dlogits, on_ready);
@@ -456,7 +444,7 @@ template <class Scalar>
 void SyntaxTransformerTagger<Scalar>::backward(Cache& c, const Eigen::Ref<const Matrix>& dlogits,
                                                const GradientsReady& on_ready) {
   const char* fn = "SyntaxTransformerTagger::backward";
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   c.stamp.check(fn, s_.identity);
   check_class_rows(fn, "dlogits", dlogits, c, " (the forward pass's logits)");
   backward_core(fn, c, dlogits, on_ready);

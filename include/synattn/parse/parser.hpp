@@ -231,16 +231,12 @@ struct ParsedBatch {
 };
 
 template <class Scalar>
-class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
+class BiaffineParser : public nn::BoundModelAccess<BiaffineParser<Scalar>, ParserOptions, Scalar> {
  public:
   using Matrix = RowMajorMatrix<Scalar>;
   using Cache = ParserCache<Scalar>;
 
   explicit BiaffineParser(const ParserOptions& options);
-  // Copies and moves are BoundModel's (nn/parameter_binding.hpp): a copy owns
-  // its own buffers (values copied); a moved model keeps working.
-
-  const ParserOptions& options() const noexcept { return s_.options; }
 
   // Encoder, MLPs, arc scores and tag logits of `batch` into the cache.
   // `dropout` null: evaluation (no dropout).
@@ -266,12 +262,6 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
   // tags, with a tagging head). `ws` holds the decoders' per-thread
   // buffers (grown here, reused across calls).
   void parse(const ParserBatch& batch, Cache& c, ParseWorkspace& ws, ParsedBatch& out) const;
-
-  // ---- Parameters: one flat buffer ----
-  // The rest of the parameter API (parameters(), parameter(name), ...) is
-  // ParameterAccess's (util/parameter_access.hpp).
-  ParameterStore<Scalar>& parameter_store() noexcept { return s_.root; }
-  const ParameterStore<Scalar>& parameter_store() const noexcept { return s_.root; }
 
  private:
   static constexpr std::uint64_t kSiteInput = 1, kSiteEncoder = 2, kSiteMlp = 10;
@@ -327,9 +317,6 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
     }
   };
 
-  // A moved-from parser holds no layers: using it is refused by name (nn::BoundModel).
-  void require_model(const char* fn) const { s_.require(fn); }
-
   void check_batch(const char* fn, const ParserBatch& batch) const;
   // forward() and infer(): one sequence of steps.
   void run(const char* fn, const ParserBatch& batch, Cache& c, const RandomStream* dropout, bool inference) const;
@@ -338,6 +325,7 @@ class BiaffineParser : public ParameterAccess<BiaffineParser<Scalar>, Scalar> {
   // for_backward false: parsing (LabelBiaffine::infer, less memory).
   void label_forward(Cache& c, bool for_backward = true) const;
 
+  friend nn::BoundModelAccess<BiaffineParser, ParserOptions, Scalar>;  // options() and parameter_store() read s_
   nn::BoundModel<State> s_;  // the parts, bound into one buffer, with the copy and move rules
 };
 
@@ -365,7 +353,7 @@ void BiaffineParser<Scalar>::infer(const ParserBatch& batch, ParserCache<Scalar>
 template <class Scalar>
 void BiaffineParser<Scalar>::run(const char* fn, const ParserBatch& batch, ParserCache<Scalar>& c,
                                  const RandomStream* dropout, bool inference) const {
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   const ParserOptions& o = s_.options;
   const Index m = batch.m, R = batch.words.size();
   check_batch(fn, batch);
@@ -452,7 +440,7 @@ void BiaffineParser<Scalar>::run(const char* fn, const ParserBatch& batch, Parse
 template <class Scalar>
 ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Scalar>& c, double normaliser) const {
   const char* fn = "BiaffineParser::loss";
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   c.stamp.check_filled(fn, s_.identity);
   if (c.m != batch.m || c.lengths != batch.lengths)
     throw Error(std::string(fn) + ": the cache holds a forward pass of another batch");
@@ -498,7 +486,7 @@ ParserLoss BiaffineParser<Scalar>::loss(const ParserBatch& batch, ParserCache<Sc
 template <class Scalar>
 void BiaffineParser<Scalar>::backward(ParserCache<Scalar>& c) {
   const char* fn = "BiaffineParser::backward";
-  require_model(fn);
+  s_.require(fn);  // a moved-from model holds no layers
   // Every check before the first gradient is written (the cache's owner,
   // its loss, a second backward), so a refused call changes nothing.
   c.stamp.check(fn, s_.identity);
