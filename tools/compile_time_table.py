@@ -15,15 +15,16 @@ the compiler's default -march (what a consumer gets) and with -march=native:
 Each compile runs ROUNDS times, the modes interleaved; the table gives the
 median of user + system CPU time of the compiler (the compiler's own clock,
 less disturbed by other work on a shared machine than wall time, which is
-given too), as Markdown.
+given too), and the object file's code (`size`'s text), as Markdown.
 
 With --baseline REV the same files are compiled against the headers of the
 commit REV too (taken with `git archive`; the timed files are the working
 tree's, so both sides compile the same program), interleaved with the working
 tree's, so a change is measured before and after in one run on the same
 machine. The working tree's headers are copied at the start, so editing them
-during a run does not mix versions. --cxx, --tu and --arch take
-comma-separated lists.
+during a run does not mix versions. --cxx, --tu, --arch and --opt take
+comma-separated lists: --opt=-fsyntax-only,-O0,-O1,-O2,-O3 shows what the
+front end alone costs and what each level of optimisation adds.
 
   /usr/bin/python3 tools/compile_time_table.py [--cxx g++,clang++] [--rounds 3] [--baseline REV]
       [--tu layer,layer+parser] [--arch default,native] [--opt -O3]
@@ -59,7 +60,12 @@ def compile_once(cxx, tree, tu, flags, opt, out):
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall
+    code = None  # -fsyntax-only writes no object
+    if os.path.exists(out):
+        code = int(subprocess.run(["size", out], capture_output=True, text=True, check=True)
+                   .stdout.splitlines()[1].split()[0])
+        os.remove(out)
+    return cpu, wall, code
 
 
 def extract(rev, into):
@@ -79,11 +85,12 @@ def main():
     parser.add_argument("--baseline", metavar="REV", help="also compile against the headers of commit REV")
     parser.add_argument("--tu", default="layer,layer+parser", help="comma-separated: " + ", ".join(TUS))
     parser.add_argument("--arch", default="default,native", help="comma-separated: " + ", ".join(ARCHES))
-    parser.add_argument("--opt", default="-O3", help="optimisation flag (default -O3)")
+    parser.add_argument("--opt", default="-O3", help="comma-separated optimisation flags (default -O3)")
     args = parser.parse_args()
     compilers = args.cxx.split(",")
     tus = args.tu.split(",")
     arches = args.arch.split(",")
+    opts = args.opt.split(",")
     for name in tus:
         if name not in TUS:
             raise SystemExit(f"compile_time_table: --tu {name}: expected one of {', '.join(TUS)}")
@@ -109,20 +116,23 @@ def main():
                     for arch in arches:
                         for mode in MODES:
                             flags = ARCHES[arch] + (TUS[tu][1] if mode == "compiled" else [])
-                            for tree_name, tree in trees:
-                                key = (cxx, tu, arch, mode, tree_name)
-                                results.setdefault(key, []).append(
-                                    compile_once(cxx, tree, TUS[tu][0], flags, args.opt, out))
+                            for opt in opts:
+                                for tree_name, tree in trees:
+                                    key = (cxx, tu, arch, mode, opt, tree_name)
+                                    results.setdefault(key, []).append(
+                                        compile_once(cxx, tree, TUS[tu][0], flags, opt, out))
     for cxx in compilers:
         version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
         print(f"{cxx}: {version}")
-    print(f"{args.opt}, {args.rounds} rounds, medians; load average at the end {os.getloadavg()[0]:.1f}\n")
-    print("| compiler | program | -march | mode | headers | CPU s | wall s |")
-    print("| --- | --- | --- | --- | --- | ---: | ---: |")
-    for (cxx, tu, arch, mode, tree_name), runs in results.items():
+    print(f"{args.rounds} rounds, medians; load average at the end {os.getloadavg()[0]:.1f}\n")
+    print("| compiler | program | -march | mode | flag | headers | CPU s | wall s | code KB |")
+    print("| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |")
+    for (cxx, tu, arch, mode, opt, tree_name), runs in results.items():
         cpu = statistics.median(r[0] for r in runs)
         wall = statistics.median(r[1] for r in runs)
-        print(f"| {cxx} | {tu} | {arch} | {mode} | {tree_name} | {cpu:.1f} | {wall:.1f} |")
+        code = runs[-1][2]
+        kb = "–" if code is None else f"{code / 1000:,.0f}"
+        print(f"| {cxx} | {tu} | {arch} | {mode} | {opt} | {tree_name} | {cpu:.1f} | {wall:.1f} | {kb} |")
 
 if __name__ == "__main__":
     main()
