@@ -36,12 +36,12 @@ template <>
 struct synattn::JsonFields<Options> {
   static constexpr const char* what = "test options";
   template <class O, class Visit>
-  static void visit(O& o, Visit&& visit) {
-    visit("size", o.size);
-    visit("seed", o.seed);
-    visit("flag", o.flag);
-    visit("rate", o.rate);
-    visit("steps", o.steps);
+  static void visit(O& o, Visit&& field) {
+    field("size", o.size);
+    field("seed", o.seed);
+    field("flag", o.flag);
+    field("rate", o.rate);
+    field("steps", o.steps);
   }
 };
 

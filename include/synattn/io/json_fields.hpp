@@ -99,10 +99,10 @@ void read_json_field(const nlohmann::json& j, const char* key, T& out, const std
 //   template <> struct JsonFields<MyOptions> {
 //     static constexpr const char* what = "my options";
 //     template <class O, class Visit>
-//     static void visit(O& o, Visit&& v) { v("size", o.size); v("rate", o.rate); }
+//     static void visit(O& o, Visit&& field) { field("size", o.size); field("rate", o.rate); }
 //   };
-// visit(o, v) calls v(key, o.member) once per key, for a const o (writing)
-// and a mutable one (reading).
+// visit(o, field) calls field(key, o.member) once per key, for a const o
+// (writing) and a mutable one (reading).
 template <class Options>
 struct JsonFields;
 

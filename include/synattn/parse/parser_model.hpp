@@ -48,33 +48,33 @@ template <>
 struct JsonFields<parse::ParserOptions> {
   static constexpr const char* what = "parser options";
   template <class O, class Visit>
-  static void visit(O& o, Visit&& visit) {
-    visit("num_words", o.num_words);
-    visit("num_chars", o.num_chars);
-    visit("num_upos", o.num_upos);
-    visit("num_labels", o.num_labels);
-    visit("word_dim", o.word_dim);
-    visit("char_dim", o.char_dim);
-    visit("char_filters", o.char_filters);
-    visit("char_width", o.char_width);
-    visit("use_chars", o.use_chars);
-    visit("d_model", o.d_model);
-    visit("heads", o.heads);
-    visit("d_ff", o.d_ff);
-    visit("layers", o.layers);
-    visit("relative_bias", o.relative_bias);
-    visit("bias_per_head", o.bias_per_head);
-    visit("absolute_positions", o.absolute_positions);
-    visit("arc_dim", o.arc_dim);
-    visit("label_dim", o.label_dim);
-    visit("leaky_slope", o.leaky_slope);
-    visit("embedding_dropout", o.embedding_dropout);
-    visit("encoder_dropout", o.encoder_dropout);
-    visit("attention_dropout", o.attention_dropout);
-    visit("mlp_dropout", o.mlp_dropout);
-    visit("upos_weight", o.upos_weight);
-    visit("max_length", o.max_length);
-    visit("seed", o.seed);
+  static void visit(O& o, Visit&& field) {
+    field("num_words", o.num_words);
+    field("num_chars", o.num_chars);
+    field("num_upos", o.num_upos);
+    field("num_labels", o.num_labels);
+    field("word_dim", o.word_dim);
+    field("char_dim", o.char_dim);
+    field("char_filters", o.char_filters);
+    field("char_width", o.char_width);
+    field("use_chars", o.use_chars);
+    field("d_model", o.d_model);
+    field("heads", o.heads);
+    field("d_ff", o.d_ff);
+    field("layers", o.layers);
+    field("relative_bias", o.relative_bias);
+    field("bias_per_head", o.bias_per_head);
+    field("absolute_positions", o.absolute_positions);
+    field("arc_dim", o.arc_dim);
+    field("label_dim", o.label_dim);
+    field("leaky_slope", o.leaky_slope);
+    field("embedding_dropout", o.embedding_dropout);
+    field("encoder_dropout", o.encoder_dropout);
+    field("attention_dropout", o.attention_dropout);
+    field("mlp_dropout", o.mlp_dropout);
+    field("upos_weight", o.upos_weight);
+    field("max_length", o.max_length);
+    field("seed", o.seed);
   }
 };
 

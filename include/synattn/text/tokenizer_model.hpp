@@ -88,15 +88,15 @@ template <>
 struct JsonFields<text::TokenizerOptions> {
   static constexpr const char* what = "tokenizer options";
   template <class O, class Visit>
-  static void visit(O& o, Visit&& visit) {
-    visit("num_chars", o.net.num_chars);
-    visit("char_dim", o.net.char_dim);
-    visit("channels", o.net.channels);
-    visit("dilations", o.net.dilations);
-    visit("classes", o.net.classes);
-    visit("min_char_count", o.min_char_count);
-    visit("max_sentence_tokens", o.max_sentence_tokens);
-    visit("piece_chars", o.piece_chars);
+  static void visit(O& o, Visit&& field) {
+    field("num_chars", o.net.num_chars);
+    field("char_dim", o.net.char_dim);
+    field("channels", o.net.channels);
+    field("dilations", o.net.dilations);
+    field("classes", o.net.classes);
+    field("min_char_count", o.min_char_count);
+    field("max_sentence_tokens", o.max_sentence_tokens);
+    field("piece_chars", o.piece_chars);
   }
 };
 
